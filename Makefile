@@ -1,0 +1,56 @@
+# sentcl: two commands on a fresh clone — `make demo` and `make test`.
+# torch is pinned to 2.13.0 before anything else resolves it: a CPU build from local disk on
+# machines like the development one, the normal build elsewhere; never an unpinned multi-GB wheel.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+TORCH := torch==2.13.0
+export HF_HUB_OFFLINE ?= 1
+export TOKENIZERS_PARALLELISM ?= false
+
+.PHONY: demo test nbtest pytest export clean-nbs bench-eval bench-train venv install dev
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip setuptools wheel
+
+$(VENV)/.installed: $(BIN)/python setup.py settings.ini
+	$(BIN)/pip install -q $(TORCH)
+	$(BIN)/pip install -q -e . $(TORCH)
+	touch $@
+
+$(VENV)/.installed-dev: $(VENV)/.installed
+	$(BIN)/pip install -q -e ".[dev]" $(TORCH)
+	touch $@
+
+venv: $(BIN)/python
+install: $(VENV)/.installed
+dev: $(VENV)/.installed-dev
+
+demo: $(VENV)/.installed
+	$(BIN)/python -m sentcl.demo
+
+test: $(VENV)/.installed-dev
+	$(BIN)/nbdev_export
+	@git diff --quiet -- sentcl || { echo "sentcl/ differs from what nbs/ export: run nbdev_export and commit"; git --no-pager diff --stat -- sentcl; exit 1; }
+	$(BIN)/nbdev_test --n_workers 2 --timing
+	$(BIN)/python -m pytest -q tests
+
+nbtest: $(VENV)/.installed-dev
+	$(BIN)/nbdev_test --n_workers 2 --timing
+
+pytest: $(VENV)/.installed-dev
+	$(BIN)/python -m pytest -q tests
+
+export: $(VENV)/.installed-dev
+	$(BIN)/nbdev_export
+
+clean-nbs: $(VENV)/.installed-dev
+	$(BIN)/nbdev_clean
+
+bench-eval: $(VENV)/.installed-dev
+	$(BIN)/python benchmarks/bench_eval.py
+
+bench-train: $(VENV)/.installed-dev
+	$(BIN)/python benchmarks/bench_train.py
