@@ -1,0 +1,49 @@
+"Loaders against a full data directory (../shared/data layout) and its README row counts; skipped when absent."
+import os, re, time
+from pathlib import Path
+
+import pytest
+
+from sentcl import data as D
+
+ROOT = Path(os.environ.get("SENTCL_TEST_DATA", Path(__file__).resolve().parents[2]/"shared"/"data"))
+pytestmark = pytest.mark.skipif(not (ROOT/"README.md").is_file(), reason=f"no data directory with README at {ROOT}")
+
+
+def readme_counts():
+    "{relative path: rows} from the README's file tables (documents: whitespace tokens)."
+    rows = re.findall(r"^\| ((?:sts|transfer|clustering|nli|wiki|documents)/[^ |]+) \| (\d+) \|", (ROOT/"README.md").read_text(), re.M)
+    return {f: int(n) for f, n in rows}
+
+
+def count(rel: str) -> int:
+    "Rows loaded by sentcl for one README file."
+    parts = rel.split("/")
+    stem = parts[-1].split(".")[0]
+    if parts[0] == "sts": return len(D.load_sts(parts[1], stem, data_dir=ROOT))
+    if parts[0] == "transfer": return len(D.load_transfer(parts[1], None if stem == "all" else stem, data_dir=ROOT))
+    if parts[0] == "clustering": return len(D.load_clustering(parts[1], data_dir=ROOT))
+    if parts[0] == "nli": return len(D.load_nli(parts[1], stem, data_dir=ROOT))
+    if parts[0] == "wiki": return len(D.load_sentences("wiki1m", data_dir=ROOT))
+    name = parts[-1].removesuffix(".gz").removesuffix(".txt")
+    (doc,) = D.load_documents(ROOT, names=[name])
+    return len(doc.split())
+
+
+def test_every_readme_file_loads_with_its_row_count():
+    expected = readme_counts()
+    assert len(expected) >= 170, f"README table parse found only {len(expected)} files"
+    t0 = time.time()
+    got = {rel: count(rel) for rel in expected}
+    bad = {rel: (got[rel], n) for rel, n in expected.items() if got[rel] != n}
+    assert not bad, f"row counts differ (got, README): {bad}"
+    assert time.time() - t0 < 60
+
+
+def test_corpus_specs_on_shared_data():
+    nli = D.load_corpus("snli:dev+test", "nli", data_dir=ROOT)
+    assert len(nli) == 19666 and set(nli.label) == set(D.LABELS)
+    assert len(D.load_nli_triplets("snli", "dev", data_dir=ROOT)) > 3000
+    sts12 = D.load_sts("sts12", data_dir=ROOT)
+    assert set(sts12.source) == {"MSRpar", "MSRvid", "SMTeuroparl", "surprise.OnWN", "surprise.SMTnews"}
+    assert len(D.load_documents(ROOT)) == 136

@@ -1,0 +1,72 @@
+"Every hub-registered corpus goes through its public loader with a mocked `datasets.load_dataset`."
+import os
+from unittest import mock
+
+import datasets
+import pytest
+
+from sentcl import data as D
+
+DEFAULT_COLS = {"nli": {"premise": ["p", "p"], "hypothesis": ["a", "b"], "label": [0, -1]},
+                "sentences": {"text": ["one .", "", "two ."]},
+                "documents": {"text": [" = A = ", " x . ", " = B = ", " y . "]},
+                "transfer": {"text": ["t"], "label": [1]}}
+
+
+def fake_dataset(kind, src):
+    if src.columns:
+        cols = {theirs: ([0] if theirs.endswith("label") and src.label_names else ["x"] if not theirs in ("score", "label") else [1])
+                for _, theirs in src.columns}
+        ds = datasets.Dataset.from_dict(cols)
+        if src.label_names:
+            feats = ds.features.copy()
+            for _, theirs in src.columns:
+                if theirs.endswith("label"): feats[theirs] = datasets.ClassLabel(names=["ABBR", "ENTY"])
+            ds = ds.cast(feats)
+        return ds
+    return datasets.Dataset.from_dict(DEFAULT_COLS[kind])
+
+
+def call(kind, name):
+    if kind == "nli": return D.load_nli(name, "train")
+    if kind == "triplets": return D.load_nli_triplets(name)
+    if kind == "sts": return D.load_sts(name, "test")
+    if kind == "transfer": return D.load_transfer(name, "all" if "all" in dict(D.HUB[kind, name].splits) else "train")
+    if kind == "sentences": return D.load_sentences(name)
+    return D.load_documents()
+
+
+@pytest.mark.parametrize("kind,name", sorted(D.HUB))
+def test_hub_loader(kind, name):
+    src, seen = D.HUB[kind, name], []
+    def fake(path, config=None, split=None, revision=None, data_files=None):
+        seen.append((path, config, split, revision, data_files))
+        return fake_dataset(kind, src)
+    with mock.patch.dict(os.environ, {}, clear=True), mock.patch("datasets.load_dataset", fake):
+        out = call(kind, name)
+    assert seen and seen[0][0] == src.path and seen[0][3] == src.revision and seen[0][1] == src.config
+    assert len(out) >= 1
+    if kind == "nli": assert out.label.tolist() == ["entailment"] and out.attrs["dropped_unlabeled"] == 1
+    if kind == "sts": assert out.columns.tolist() == ["sentence1", "sentence2", "score", "source"]
+    if kind == "transfer" and name == "trec": assert out.label.tolist() == ["ABBR"]
+    if kind == "sentences": assert out == ["one .", "two ."]
+    if kind == "documents": assert out == ["A\n x .", "B\n y ."]
+
+
+def test_offline_hub_error_names_dataset_and_remedy():
+    def offline(*a, **k): raise ConnectionError("offline")
+    with mock.patch.dict(os.environ, {}, clear=True), mock.patch("datasets.load_dataset", offline):
+        with pytest.raises(D.SentclError, match=r"NLI corpus snli:train not found \(looked in hub stanfordnlp/snli@.*SENTCL_DATA.*go online"):
+            D.load_nli("snli")
+    with mock.patch.dict(os.environ, {}, clear=True):
+        with pytest.raises(D.SentclError, match="clustering sets are read from a data directory only"):
+            D.load_clustering("agnews")
+
+
+def test_samples_are_small_and_attributed():
+    files = [p for p in D.SAMPLES_DIR.rglob("*") if p.is_file()]
+    assert sum(p.stat().st_size for p in files) <= 300_000
+    assert (D.SAMPLES_DIR/"ATTRIBUTION.md").is_file()
+    for p in files:
+        if p.suffix in (".tsv", ".txt") and "documents" not in p.parts:
+            assert len(p.read_text().splitlines()) <= 501, p
