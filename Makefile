@@ -9,7 +9,7 @@ TORCH := torch==2.13.0
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: demo test nbtest pytest export clean-nbs bench-eval bench-train venv install dev
+.PHONY: demo test nbtest pytest export clean-nbs venv install dev readme
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -29,7 +29,7 @@ install: $(VENV)/.installed
 dev: $(VENV)/.installed-dev
 
 demo: $(VENV)/.installed
-	$(BIN)/python -m sentcl.demo
+	$(BIN)/sentcl demo
 
 test: $(VENV)/.installed-dev
 	$(BIN)/nbdev_export
@@ -49,8 +49,6 @@ export: $(VENV)/.installed-dev
 clean-nbs: $(VENV)/.installed-dev
 	$(BIN)/nbdev_clean
 
-bench-eval: $(VENV)/.installed-dev
-	$(BIN)/python benchmarks/bench_eval.py
 
-bench-train: $(VENV)/.installed-dev
-	$(BIN)/python benchmarks/bench_train.py
+readme: $(VENV)/.installed-dev
+	$(BIN)/python tools/make_readme.py

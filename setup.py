@@ -1,4 +1,4 @@
-"""Packaging for sentcl, driven by settings.ini (the nbdev 2 layout); no pkg_resources."""
+"""Packaging for sentcl, driven by settings.ini (the nbdev 2 layout), with setuptools alone."""
 import shlex
 from configparser import ConfigParser
 

@@ -1,0 +1,23 @@
+"""Write README.md from nbs/index.ipynb (nbdev_readme needs Quarto, which is not installable offline)."""
+import sys
+from pathlib import Path
+
+import nbformat
+from nbconvert import MarkdownExporter
+
+ROOT = Path(__file__).resolve().parents[1]
+HEADER = "<!-- WARNING: generated from nbs/index.ipynb by tools/make_readme.py; edit the notebook -->\n\n"
+
+
+def render() -> str:
+    nb = nbformat.read(ROOT / "nbs" / "index.ipynb", as_version=4)
+    nb.cells = [c for c in nb.cells if not c.source.lstrip().startswith("#| hide")]
+    body, _ = MarkdownExporter(exclude_output=True).from_notebook_node(nb)
+    return HEADER + body.strip() + "\n"
+
+
+if __name__ == "__main__":
+    out = render()
+    if sys.argv[1:] == ["--check"]:
+        sys.exit(0 if (ROOT / "README.md").read_text() == out else "README.md is stale: run `make readme`")
+    (ROOT / "README.md").write_text(out)
