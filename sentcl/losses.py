@@ -207,7 +207,7 @@ def supcon_loss(
     rows = -logp.masked_fill(~pos, 0.0).sum(1) / pos.sum(1)                        # Eq. 2, mean outside the log
     if not entailed.any():
         _warn_once("supcon_loss: a batch has no entailment pair, so no anchor; returning 0 (the released code divides by zero). Warned once.")
-        return _graph_zero(premises, hypotheses)
+        return _graph_zero(u, v)
     return rows[entailed].mean()
 
 # %% ../nbs/06_losses.ipynb #9b2e0a8d
