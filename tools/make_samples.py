@@ -63,7 +63,7 @@ pool = []
 for p in sorted(docs.glob("wikitext2_*.txt")):
     if p.stem not in TOPICS: pool += sentences(p)
 pick = np.sort(rng.choice(len(pool), size=300, replace=False))
-write("wiki/wikitext_sentences.txt", [pool[i] for i in pick])
+write("wiki/wiki1m_sample_wikitext.txt", [pool[i] for i in pick])
 
 # Documents for DeCLUTR span sampling (one of them long enough for the paper's 2,048-token minimum).
 for stem in ["wikitext2_valid_001_Homarus_gammarus", "wikitext2_test_088_Constant_k_filter",
