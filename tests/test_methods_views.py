@@ -20,7 +20,7 @@ SMALL_SPANS = {"num_anchors": 2, "num_positives": 2, "min_span": 8, "max_span": 
 
 def _view_data(view):
     if view in ("pairs", "premise_groups", "nli3", "triplets"): return data.load_nli("snli", "train", data_dir=data.SAMPLES_DIR)
-    if view in ("dropout", "negation"): return data.load_sentences("wikitext_sentences", data_dir=data.SAMPLES_DIR, limit=16)
+    if view in ("dropout", "negation"): return data.load_sentences("wiki1m", data_dir=data.SAMPLES_DIR, limit=16)
     if view == "spans": return data.load_documents(data_dir=data.SAMPLES_DIR)
     raise AssertionError(view)
 
