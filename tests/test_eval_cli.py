@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from sentcl.data import SAMPLES_DIR
-from sentcl.eval import STS_AGGREGATION_BY_PAPER, add_eval_arguments, run_eval
+from sentcl.eval import RESULTS_SCHEMA, STS_AGGREGATION_BY_PAPER, TASK_FIELDS, add_eval_arguments, run_eval
 
 SHARED = Path(os.environ.get("SENTCL_SHARED_DATA", Path(__file__).resolve().parents[2]/"shared"/"data"))
 
@@ -30,7 +30,7 @@ def test_sts_and_clustering_on_samples(tmp_path, own_cache, capsys):
     assert eval_cli("--model", "tiny", "--tasks", "stsb,wikitext_topics", "--data-dir", SAMPLES_DIR, "--out", out) == 0
     table = capsys.readouterr().out
     res = json.loads(out.read_text())
-    assert set(res) >= {"model", "created", "versions", "settings", "tasks", "avg", "notes"}
+    assert set(res) == set(RESULTS_SCHEMA)
     assert res["model"] == "tiny" and res["versions"]["scikit-learn"]
     stsb = res["tasks"]["stsb"]
     assert stsb["n"] == 250 and stsb["split"] == "test" and -100 <= stsb["spearman"] <= 100
@@ -91,6 +91,8 @@ def test_transfer_and_fewshot_protocols(transfer_dir, tmp_path):
     out = tmp_path/"t.json"
     assert eval_cli("--model", "tiny", "--tasks", "mr,mrpc,mr_fewshot,mrpc_fewshot", "--data-dir", transfer_dir, "--out", out) == 0
     t = json.loads(out.read_text())["tasks"]
+    assert set(t["mr"]) == set(TASK_FIELDS["mr, cr, subj, mpqa"]) and set(t["mrpc"]) == set(TASK_FIELDS["trec, mrpc"]) | {"f1"}
+    assert set(t["mr_fewshot"]) == set(t["mrpc_fewshot"]) == set(TASK_FIELDS["fewshot"])
     assert t["mr"]["n"] == 60 and t["mr"]["protocol"] == "inner 10-fold" and 0 <= t["mr"]["acc"] <= 100
     assert (t["mrpc"]["n_train"], t["mrpc"]["n_test"]) == (40, 20) and "f1" in t["mrpc"] and t["mrpc"]["l2"] in (1e-5, 1e-4, 1e-3, 1e-2)
     for name in ("mr_fewshot", "mrpc_fewshot"):
