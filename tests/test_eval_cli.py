@@ -89,11 +89,11 @@ def transfer_dir(tmp_path):
 
 def test_transfer_and_fewshot_protocols(transfer_dir, tmp_path):
     out = tmp_path/"t.json"
-    assert eval_cli("--model", "tiny", "--tasks", "mr,mrpc,mr_fewshot,mrpc_fewshot", "--data-dir", transfer_dir, "--out", out) == 0
+    assert eval_cli("--model", "tiny", "--tasks", "mr,mrpc,mr_fewshot,mrpc_fewshot", "--kfold", 3, "--data-dir", transfer_dir, "--out", out) == 0
     t = json.loads(out.read_text())["tasks"]
     assert set(t["mr"]) == set(TASK_FIELDS["mr, cr, subj, mpqa"]) and set(t["mrpc"]) == set(TASK_FIELDS["trec, mrpc"]) | {"f1"}
     assert set(t["mr_fewshot"]) == set(t["mrpc_fewshot"]) == set(TASK_FIELDS["fewshot"])
-    assert t["mr"]["n"] == 60 and t["mr"]["protocol"] == "inner 10-fold" and 0 <= t["mr"]["acc"] <= 100
+    assert t["mr"]["n"] == 60 and t["mr"]["protocol"] == "inner 3-fold" and 0 <= t["mr"]["acc"] <= 100
     assert (t["mrpc"]["n_train"], t["mrpc"]["n_test"]) == (40, 20) and "f1" in t["mrpc"] and t["mrpc"]["l2"] in (1e-5, 1e-4, 1e-3, 1e-2)
     for name in ("mr_fewshot", "mrpc_fewshot"):
         assert t[name]["shots"] == 16 and t[name]["seeds"] == [0, 1, 2, 3, 4] and len(t[name]["acc"]) == 5
