@@ -149,3 +149,14 @@ def test_cli_resume_and_bad_inputs(tmp_path):
     assert r.returncode == 2 and "larger than" in r.stderr
     r = sentcl("train", "pairsupcon", "--model", "tiny", "--preset", "cpu-smoke", "--set", "nosuch=1", "--out", out + "3")
     assert r.returncode == 2 and "nosuch" in r.stderr and "beta" in r.stderr
+
+
+def test_torchrun_two_processes_on_cpu(tmp_path):
+    torchrun = str(Path(sys.executable).parent / "torchrun")
+    r = subprocess.run([torchrun, "--nproc_per_node", "2", "--standalone", SENTCL, "train", "pairsupcon", "--model", "tiny",
+                        "--preset", "cpu-smoke", "--max-steps", "2", "--batch-size", "8", "--out", str(tmp_path / "run"),
+                        "--no-progress"], capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"}, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    log = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert [row["step"] for row in log] == [1, 2]  # rank 0 alone writes the log
+    assert (tmp_path / "run" / "model" / "modules.json").exists()
