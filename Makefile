@@ -9,7 +9,7 @@ TORCH := torch==2.13.0
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: demo test nbtest pytest export clean-nbs venv install dev readme
+.PHONY: demo test nbtest pytest export clean-nbs venv install dev readme bench-eval bench-train
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -52,3 +52,11 @@ clean-nbs: $(VENV)/.installed-dev
 
 readme: $(VENV)/.installed-dev
 	$(BIN)/python tools/make_readme.py
+
+bench-eval: $(VENV)/.installed-dev
+	$(BIN)/python benchmarks/bench_eval.py
+
+# SentenceTransformerTrainer needs accelerate (sentence-transformers[train]); installed here with torch kept pinned
+bench-train: $(VENV)/.installed-dev
+	@$(BIN)/python -c "import accelerate" 2>/dev/null || $(BIN)/pip install -q "accelerate>=1.1" $(TORCH)
+	$(BIN)/python benchmarks/bench_train.py
