@@ -34,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -94,6 +95,7 @@ def sentcl_steps(batches:list[dict], args, out_dir:str) -> tuple[list[float], fl
     from sentcl.methods import build_method
     from sentcl.train import Trainer, TrainRun, flat_config, resolve, seed_everything
     from sentcl.views import View
+    warnings.filterwarnings("ignore", message=".*using pooling 'cls' although the folder says 'mean'")  # --pooling cls: intended
 
     class Replay(View):
         "The given batches in order, stamping the time each is handed out (and when the last step is done)."
@@ -289,7 +291,7 @@ def main(argv=None) -> int:
         print(f"| sentences/s | {a['sentences_per_s']:.0f} | {b['sentences_per_s']:.0f} | {a['sentences_per_s'] / b['sentences_per_s']:.3f} |")
     if mem:
         (pn, p), (cn, c) = [(k, v) for k, v in mem.items() if k != "ratio"]
-        print(f"\n| pairsupcon, {args.mem_batch} pairs | peak RSS growth, median MB | forward+backward s | loss |")
+        print(f"\n| pairsupcon, {args.mem_batch} pairs | peak RSS growth, median MB | forward+backward s (1st step, fresh process) | loss |")
         print("|---|---:|---:|---:|")
         for name, v in ((pn, p), (cn, c)):
             print(f"| {name} | {v['growth_mb']:.0f} | {v['seconds']:.1f} | {v['loss']:.4f} |")
