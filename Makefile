@@ -56,7 +56,6 @@ readme: $(VENV)/.installed-dev
 bench-eval: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/bench_eval.py
 
-# SentenceTransformerTrainer needs accelerate (sentence-transformers[train]); installed here with torch kept pinned
+# SentenceTransformerTrainer needs accelerate, which the dev extras install
 bench-train: $(VENV)/.installed-dev
-	@$(BIN)/python -c "import accelerate" 2>/dev/null || $(BIN)/pip install -q "accelerate>=1.1" $(TORCH)
 	$(BIN)/python benchmarks/bench_train.py
