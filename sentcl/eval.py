@@ -25,8 +25,8 @@ __all__ = ['STS_TASKS', 'STS_SUBSET_TASKS', 'CLUSTERING_TASKS', 'TRANSFER_TASKS'
            'spearman100', 'cosine_rows', 'sts_correlations', 'eval_sts', 'sts_dev_score', 'remap_labels',
            'cluster_accuracy', 'kmeans_scores', 'eval_clustering', 'pair_features', 'fit_logistic', 'select_l2',
            'kfold_accuracy', 'inner_kfold_accuracy', 'split_accuracy', 'sample_per_class', 'fewshot_accuracy',
-           'transfer_arrays', 'eval_transfer', 'eval_fewshot', 'averages', 'evaluate', 'format_table',
-           'add_eval_arguments', 'run_eval']
+           'transfer_arrays', 'eval_transfer', 'eval_fewshot', 'averages', 'evaluate', 'temporary_max_length',
+           'format_table', 'add_eval_arguments', 'run_eval']
 
 # %% ../nbs/09_eval.ipynb #b6942edb
 STS_TASKS = ("sts12", "sts13", "sts14", "sts15", "sts16", "stsb", "sickr")
@@ -397,7 +397,18 @@ def evaluate(model, tasks="sts", data_dir=None, batch_size: int = 64, max_length
              cache: bool = True, pair_kind: str = "senteval", kfold: int = 10, log=None, on_task=None) -> dict:
     "Evaluate `model` (an encoder or a model spec) on `tasks`; returns the results document. `on_task(doc)` sees it after each task."
     names = resolve_tasks(tasks)
-    encoder = as_encoder(model, max_length)
+    encoder = as_encoder(model)
+    with temporary_max_length(encoder, max_length): return _evaluate(encoder, model, names, data_dir, batch_size, cache, pair_kind, kfold, log, on_task)
+
+@contextlib.contextmanager
+def temporary_max_length(encoder, max_length):
+    "Temporarily set the encoder's maximum length (a caller's encoder is left as it was)."
+    saved = encoder.max_length
+    if exists(max_length): encoder.max_length = max_length
+    try: yield encoder
+    finally: encoder.max_length = saved
+
+def _evaluate(encoder, model, names, data_dir, batch_size, cache, pair_kind, kfold, log, on_task) -> dict:
     log = default(log, lambda msg: print(msg, file=sys.stderr, flush=True))
     out = {"model": model if isinstance(model, str) else str(getattr(encoder, "name_or_path", type(model).__name__)),
            "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
