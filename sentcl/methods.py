@@ -25,8 +25,8 @@ from .losses import bml_loss, info_nce, nt_xent, pairsupcon_instance_loss, supco
 __all__ = ['METHODS', 'MethodConfig', 'pair_features', 'batch_generator', 'slice_inputs', 'Method', 'param_groups', 'register',
            'get_method', 'build_method', 'PairSupConConfig', 'PairSupCon', 'PairSupConInstDisc',
            'PairSupConClassification', 'SupConConfig', 'SupCon', 'SBERTConfig', 'SBERT', 'end_with_punctuation',
-           'SNCSEConfig', 'SNCSE', 'mask_tokens', 'MaskedLMHead', 'load_mlm_head', 'DeCLUTRConfig', 'DeCLUTR',
-           'SimCSEUnsupConfig', 'SimCSEUnsup', 'SimCSESupConfig', 'SimCSESup']
+           'tanh_mlp', 'SNCSEConfig', 'SNCSE', 'mask_tokens', 'MaskedLMHead', 'load_mlm_head', 'DeCLUTRConfig',
+           'DeCLUTR', 'SimCSEUnsupConfig', 'SimCSEUnsup', 'SimCSESupConfig', 'SimCSESup']
 
 # %% ../nbs/07_methods.ipynb #d5da9be7
 @dataclass
@@ -344,6 +344,10 @@ def _bert_init_(module:nn.Module, std:float) -> nn.Module:
             if m.bias is not None: nn.init.zeros_(m.bias)
     return module
 
+def tanh_mlp(encoder, dim:int) -> nn.Module:
+    "SimCSE's training-only head Linear(d, d) + tanh, initialised like the encoder's BERT layers (SimCSE, SNCSE)."
+    return _bert_init_(nn.Sequential(nn.Linear(dim, dim), nn.Tanh()), getattr(encoder.model.config, "initializer_range", 0.02))
+
 # %% ../nbs/07_methods.ipynb #61e3b83d
 @dataclass
 class SNCSEConfig(MethodConfig):
@@ -368,7 +372,7 @@ class SNCSE(Method):
     name, view, Config = "sncse", "negation", SNCSEConfig
 
     def build_heads(self, dim):
-        self.mlp = _bert_init_(nn.Sequential(nn.Linear(dim, dim), nn.Tanh()), getattr(self.encoder.model.config, "initializer_range", 0.02))
+        self.mlp = tanh_mlp(self.encoder, dim)
 
     def embedding_inputs(self, batch):
         cfg = self.config
@@ -534,7 +538,7 @@ class SimCSEUnsup(Method):
     name, view, Config = "simcse-unsup", "dropout", SimCSEUnsupConfig
 
     def build_heads(self, dim):
-        self.mlp = _bert_init_(nn.Sequential(nn.Linear(dim, dim), nn.Tanh()), getattr(self.encoder.model.config, "initializer_range", 0.02))
+        self.mlp = tanh_mlp(self.encoder, dim)
 
     def embedding_inputs(self, batch):
         return {"z1": {"sentences": batch["sentence"], "template": None}, "z2": {"sentences": batch["sentence"], "template": None}}
