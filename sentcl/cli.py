@@ -27,7 +27,8 @@ def add_encode_arguments(p:argparse.ArgumentParser):
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--max-length", type=int, default=None, help="truncate longer texts to this many tokens")
     p.add_argument("--pooling", default=None, help="override the model's pooling (mean, cls, cls_before_pooler, mask)")
-    p.add_argument("--normalize", action="store_true", help="L2-normalise the embeddings")
+    p.add_argument("--normalize", action=argparse.BooleanOptionalAction, default=None,
+                   help="L2-normalise the embeddings (--no-normalize: raw vectors); default: the model's own setting")
 
 def run_encode(args) -> int:
     "Embed every line of `args.inp` and save the array to `args.out`."

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import importlib.util
 import json
@@ -13,18 +14,20 @@ import os
 import shutil
 import tempfile
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
+from fastcore.basics import patch
 from torch import nn
 from tqdm.auto import tqdm
 
-from .core import SentclError, default, exists, write_json
+from .core import SentclError, default, exists, package_versions, write_json
 
 # %% auto #0
-__all__ = ['POOLINGS', 'DEFAULT_NAME', 'TINY_NAME', 'pool', 'tokenize_with_template', 'default_model_path', 'tiny_model',
-           'read_st_folder', 'SentenceEncoder', 'tokenize', 'forward', 'embed', 'encode', 'save', 'fingerprint']
+__all__ = ['POOLINGS', 'DEFAULT_NAME', 'TINY_NAME', 'pool', 'tokenize_with_template', 'EncoderSettings', 'default_model_path',
+           'tiny_model', 'read_st_folder', 'SentenceEncoder']
 
 # %% ../nbs/01_encoders.ipynb #5e8d0e4a
 POOLINGS = ("mean", "cls", "cls_before_pooler", "mask")
@@ -90,6 +93,32 @@ def tokenize_with_template(
         out.append({"input_ids": seq, "token_type_ids": [0] * len(seq)})
     return out
 
+# %% ../nbs/01_encoders.ipynb #2ee23eb1
+@dataclass(frozen=True)
+class EncoderSettings:
+    "How token states become a sentence vector; a value, changed only by making a new one with `replace`."
+    pooling:str = "mean" # one of `POOLINGS`
+    template:str|None = None # prompt with '{sentence}' and one [MASK]; read by 'mask' pooling only
+    max_length:int = 512 # tokens per text, special tokens included; longer texts are truncated
+    normalize:bool = False # L2-normalise the vectors `encode` returns
+
+    def __post_init__(self):
+        if self.pooling not in POOLINGS: raise ValueError(f"unknown pooling {self.pooling!r}; choose one of {', '.join(POOLINGS)}")
+        if self.pooling == "mask":
+            if self.template is None:
+                raise ValueError("pooling 'mask' needs a template with '{sentence}' and one [MASK], "
+                                 "e.g. 'This sentence : \"{sentence}\" means [MASK] .'")
+            _split_template(self.template)
+        elif self.template is not None:
+            raise ValueError(f"a prompt template is read by 'mask' pooling only, not {self.pooling!r}; "
+                             "drop the template or use pooling='mask'")
+        if isinstance(self.max_length, bool) or not isinstance(self.max_length, int) or self.max_length < 1:
+            raise ValueError(f"max_length must be a positive number of tokens, got {self.max_length!r}")
+
+    def replace(self, **changes) -> EncoderSettings:
+        "A copy with `changes`, checked like a new value."
+        return dataclasses.replace(self, **changes)
+
 # %% ../nbs/01_encoders.ipynb #f8559420
 DEFAULT_NAME, TINY_NAME = "default", "tiny"
 
@@ -147,8 +176,11 @@ def read_st_folder(path) -> dict:
 # %% ../nbs/01_encoders.ipynb #5afb44ae
 def _hub_error(name, err) -> SentclError:
     offline = os.environ.get("HF_HUB_OFFLINE", "0") not in ("", "0", "false", "False")
-    why = "HF_HUB_OFFLINE is set and it is not in the local hub cache" if offline else f"the hub could not provide it ({type(err).__name__})"
-    return SentclError(f"cannot load model {name!r}: it is not a local folder and {why}; use 'default' (offline all-MiniLM-L6-v2), 'tiny', a local model folder, or a hub id on a connected machine without HF_HUB_OFFLINE=1")
+    why = ("HF_HUB_OFFLINE is set and it is not in the local hub cache" if offline
+           else f"the hub could not provide it ({type(err).__name__})")
+    return SentclError(f"cannot load model {name!r}: it is not a local folder and {why}; use 'default' (offline "
+                       "all-MiniLM-L6-v2), 'tiny', a local model folder, or a hub id on a connected machine without "
+                       "HF_HUB_OFFLINE=1")
 
 @contextlib.contextmanager
 def _quiet_transformers():
@@ -170,63 +202,82 @@ def _load_transformer(path_or_id, pooling):
         except TypeError: model = AutoModel.from_pretrained(path_or_id)  # architectures without a pooler argument
         return model, AutoTokenizer.from_pretrained(path_or_id)
 
+# %% ../nbs/01_encoders.ipynb #475028f4
+def _from_hub(name:str, folder:dict):
+    "Resolve a hub id; a sentence-transformers repo is downloaded whole and its settings read into `folder`."
+    from huggingface_hub import hf_hub_download, snapshot_download
+    from huggingface_hub.errors import EntryNotFoundError, HFValidationError, LocalEntryNotFoundError
+    try: hf_hub_download(name, "modules.json")
+    except LocalEntryNotFoundError as e: raise _hub_error(name, e) from None  # offline, or the hub unreachable
+    except (EntryNotFoundError, HFValidationError): return name  # a plain transformers repo: AutoModel decides
+    except Exception as e: raise _hub_error(name, e) from None
+    info = read_st_folder(Path(snapshot_download(name)))
+    src = info.pop("transformer_dir"); folder.update(info)
+    return src
+
+def _load_model(name:str, pooling:str|None) -> tuple:
+    "The transformer, its tokenizer, and the folder's own settings (None where the folder says nothing)."
+    folder = dict(pooling=None, max_length=None, template=None, normalize=False)
+    if name == TINY_NAME: return (*tiny_model(add_pooling_layer=pooling == "cls"), folder)
+    path = default_model_path() if name == DEFAULT_NAME else Path(name).expanduser()
+    if not path.is_dir(): src = _from_hub(name, folder)
+    elif (path/"modules.json").exists() or (path/"sentcl_config.json").exists():
+        info = read_st_folder(path); src = info.pop("transformer_dir"); folder.update(info)
+    elif (path/"config.json").exists(): src = path
+    else: raise SentclError(f"{path} is a folder but holds neither a Hugging Face model (config.json) nor a "
+                            "sentence-transformers model (modules.json)")
+    if pooling and folder["pooling"] and pooling != folder["pooling"]:
+        warnings.warn(f"{name}: using pooling {pooling!r} although the folder says {folder['pooling']!r}")
+    try: model, tokenizer = _load_transformer(src, default(pooling, folder["pooling"]))
+    except (OSError, ValueError) as e:
+        if path.is_dir(): raise
+        raise _hub_error(name, e) from None
+    return model, tokenizer, folder
+
 # %% ../nbs/01_encoders.ipynb #2b1e71a2
 class SentenceEncoder(nn.Module):
-    "A Hugging Face transformer plus a pooling rule: sentences in, vectors out."
+    "A Hugging Face transformer plus `EncoderSettings`: sentences in, vectors out."
     def __init__(self,
                  name_or_path:str|Path="default", # 'default', 'tiny', a local folder or a hub id
                  pooling:str=None, # one of `POOLINGS`; None = the folder's own, else 'mean'
                  max_length:int=None, # longer texts are truncated to this many tokens; None = the folder's own, else 512
                  device:str=None, # None = CUDA when available
-                 template:str=None, # prompt with '{sentence}' and one [MASK], for 'mask' pooling
+                 template:str=None, # prompt with '{sentence}' and one [MASK]; None = the folder's own ('mask' pooling)
+                 normalize:bool=None, # L2-normalise `encode`'s output; None = the folder's own (its Normalize module)
                 ):
         super().__init__()
-        self.name_or_path, self.normalize = str(name_or_path), False
-        folder = dict(pooling=None, max_length=None, template=None)
-        path = Path(name_or_path).expanduser()
-        if self.name_or_path == TINY_NAME: self.model, self.tokenizer = tiny_model(add_pooling_layer=pooling == "cls")
-        else:
-            if self.name_or_path == DEFAULT_NAME: path = default_model_path()
-            if path.is_dir():
-                if (path/"modules.json").exists() or (path/"sentcl_config.json").exists():
-                    folder = read_st_folder(path); self.normalize = folder["normalize"]; src = folder["transformer_dir"]
-                elif (path/"config.json").exists(): src = path
-                else: raise SentclError(f"{path} is a folder but holds neither a Hugging Face model (config.json) nor a sentence-transformers model (modules.json)")
-            else: src = self._from_hub(self.name_or_path, folder)
-            if pooling and folder["pooling"] and pooling != folder["pooling"]:
-                warnings.warn(f"{self.name_or_path}: using pooling {pooling!r} although the folder says {folder['pooling']!r}")
-            try: self.model, self.tokenizer = _load_transformer(src, default(pooling, folder["pooling"]))
-            except (OSError, ValueError) as e:
-                if path.is_dir() or self.name_or_path == DEFAULT_NAME: raise
-                raise _hub_error(self.name_or_path, e) from None
-        self.pooling = default(pooling, default(folder["pooling"], "mean"))
-        if self.pooling not in POOLINGS: raise ValueError(f"unknown pooling {self.pooling!r}; choose one of {', '.join(POOLINGS)}")
-        self.template = default(template, folder["template"])
-        if self.pooling == "mask":
-            if self.template is None: raise ValueError("pooling 'mask' needs a template with '{sentence}' and one [MASK], e.g. 'This sentence : \"{sentence}\" means [MASK] .'")
-            _split_template(self.template)
+        self.name_or_path = str(name_or_path)
+        self.model, self.tokenizer, folder = _load_model(self.name_or_path, pooling)
+        pooling = default(pooling, default(folder["pooling"], "mean"))
         positions = getattr(self.model.config, "max_position_embeddings", 512)
-        self.max_length = int(default(max_length, default(folder["max_length"], min(512, positions))))
+        self._settings = EncoderSettings(
+            pooling, default(template, folder["template"]) if pooling == "mask" else template,
+            int(default(max_length, default(folder["max_length"], min(512, positions)))),
+            bool(default(normalize, folder["normalize"])))
         self.to(default(device, "cuda" if torch.cuda.is_available() else "cpu"))
 
-    @staticmethod
-    def _from_hub(name, folder):
-        "Resolve a hub id; a sentence-transformers repo is downloaded whole so its modules are read."
-        from huggingface_hub import hf_hub_download, snapshot_download
-        from huggingface_hub.errors import EntryNotFoundError, HFValidationError, LocalEntryNotFoundError
-        try: hf_hub_download(name, "modules.json")
-        except LocalEntryNotFoundError as e: raise _hub_error(name, e) from None  # offline, or the hub unreachable: fail now
-        except (EntryNotFoundError, HFValidationError): return name  # a plain transformers repo: AutoModel decides
-        except Exception as e: raise _hub_error(name, e) from None
-        local = Path(snapshot_download(name))
-        folder.update(read_st_folder(local))
-        return folder["transformer_dir"]
-
+    @property
+    def settings(self) -> EncoderSettings: return self._settings
     @property
     def device(self) -> torch.device: return next(self.model.parameters()).device
     @property
     def dim(self) -> int: return self.model.config.hidden_size
-    def __repr__(self): return f"SentenceEncoder({self.name_or_path!r}, pooling={self.pooling!r}, max_length={self.max_length}, dim={self.dim})"
+    def __repr__(self):
+        s = self._settings
+        return f"SentenceEncoder({self.name_or_path!r}, pooling={s.pooling!r}, max_length={s.max_length}, dim={self.dim})"
+
+# %% ../nbs/01_encoders.ipynb #0c299ce2
+@patch
+def with_settings(self:SentenceEncoder,
+                  settings:EncoderSettings=None, # the new settings; None = this encoder's
+                  **changes, # fields of `EncoderSettings` to change, e.g. max_length=64
+                 ) -> SentenceEncoder:
+    "An encoder sharing this one's transformer and tokenizer (not copies) under other settings."
+    new = SentenceEncoder.__new__(SentenceEncoder)
+    nn.Module.__init__(new)
+    new.name_or_path, new.model, new.tokenizer = self.name_or_path, self.model, self.tokenizer
+    new._settings = default(settings, self._settings).replace(**changes)
+    return new
 
 # %% ../nbs/01_encoders.ipynb #9588a107
 def _check_sentences(sentences) -> list[str]:
@@ -236,113 +287,128 @@ def _check_sentences(sentences) -> list[str]:
         if not isinstance(s, str): raise TypeError(f"sentence at index {i} is {type(s).__name__}, not str")
     return sentences
 
-def _tokenize_unpadded(self:SentenceEncoder, sentences, template=None) -> list[dict]:
-    template = default(template, self.template if self.pooling == "mask" else None)
-    if template is not None: return tokenize_with_template(self.tokenizer, sentences, template, self.max_length)
-    enc = self.tokenizer(sentences, truncation=True, max_length=self.max_length)
+@patch
+def _tokenize_unpadded(self:SentenceEncoder, sentences, settings:EncoderSettings) -> list[dict]:
+    if settings.template is not None:
+        return tokenize_with_template(self.tokenizer, sentences, settings.template, settings.max_length)
+    enc = self.tokenizer(sentences, truncation=True, max_length=settings.max_length)
     keys = [k for k in ("input_ids", "token_type_ids") if k in enc]
     return [{k: enc[k][i] for k in keys} for i in range(len(sentences))]
 
+@patch
 def _pad(self:SentenceEncoder, items:list[dict]) -> dict:
     feats = self.tokenizer.pad(items, padding=True, return_tensors="pt")
     return {k: v.to(self.device) for k, v in feats.items()}
 
-def tokenize(self:SentenceEncoder, sentences:list[str], template:str=None) -> dict:
-    "Padded token tensors for `sentences` on the encoder's device (template applied for 'mask' pooling)."
-    return self._pad(self._tokenize_unpadded(_check_sentences(sentences), template))
+# %% ../nbs/01_encoders.ipynb #5c9dc593
+@patch
+def tokenize(self:SentenceEncoder, sentences:list[str], settings:EncoderSettings=None) -> dict:
+    "Padded token tensors for `sentences` on the encoder's device (inside the template, if the settings have one)."
+    return self._pad(self._tokenize_unpadded(_check_sentences(sentences), default(settings, self.settings)))
 
-def forward(self:SentenceEncoder, features:dict) -> torch.Tensor:
+@patch
+def forward(self:SentenceEncoder, features:dict, settings:EncoderSettings=None) -> torch.Tensor:
     "Pooled sentence vectors (batch, dim) from token tensors; differentiable, never normalised."
     inputs = {k: v for k, v in features.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
     out = self.model(**inputs)
-    return pool(self.pooling, out.last_hidden_state, features["attention_mask"], features["input_ids"],
-                self.tokenizer.mask_token_id, getattr(out, "pooler_output", None))
+    return pool(default(settings, self.settings).pooling, out.last_hidden_state, features["attention_mask"],
+                features["input_ids"], self.tokenizer.mask_token_id, getattr(out, "pooler_output", None))
 
-def embed(self:SentenceEncoder, sentences:list[str], template:str=None) -> torch.Tensor:
+@patch
+def embed(self:SentenceEncoder, sentences:list[str], settings:EncoderSettings=None) -> torch.Tensor:
     "`forward(tokenize(sentences))`, with gradients, for training."
-    return self(self.tokenize(sentences, template))
-
-for _f in (_tokenize_unpadded, _pad, tokenize, forward, embed): setattr(SentenceEncoder, _f.__name__, _f)
+    settings = default(settings, self.settings)
+    return self(self.tokenize(sentences, settings), settings)
 
 # %% ../nbs/01_encoders.ipynb #29f26090
+@patch
 def encode(self:SentenceEncoder,
            sentences:list[str],
            batch_size:int=64, # sentences per forward pass
-           normalize:bool=False, # L2-normalise; the folder's Normalize module forces it on
+           settings:EncoderSettings=None, # None = the encoder's own
+           normalize:bool=None, # True/False switches L2 normalisation on/off for this call; None = the settings'
            show_progress:bool=None, # None = a progress bar for 2,000 sentences or more
           ) -> np.ndarray: # float32, (n, dim), in input order
     "Embed `sentences` for inference: length-sorted dynamic padding, no graph, input order kept."
     sentences = _check_sentences(sentences)
     if batch_size < 1: raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+    settings = default(settings, self.settings)
+    if normalize is not None: settings = settings.replace(normalize=normalize)
     out = np.zeros((len(sentences), self.dim), dtype=np.float32)
     if not sentences: return out
-    items = self._tokenize_unpadded(sentences)
+    items = self._tokenize_unpadded(sentences, settings)
     order = np.argsort([-len(it["input_ids"]) for it in items], kind="stable")
-    was_training = self.training
-    self.eval()
+    was_training = self.model.training
+    self.model.eval()
     try:
         with torch.inference_mode():
-            starts = range(0, len(order), batch_size)
-            for s in tqdm(starts, disable=not default(show_progress, len(sentences) >= 2000), desc="encode", unit="batch"):
+            bar = tqdm(range(0, len(order), batch_size), disable=not default(show_progress, len(sentences) >= 2000),
+                       desc="encode", unit="batch")
+            for s in bar:
                 idx = order[s:s + batch_size]
-                emb = self(self._pad([items[i] for i in idx])).float()
-                if normalize or self.normalize: emb = torch.nn.functional.normalize(emb, dim=-1)
+                emb = self(self._pad([items[i] for i in idx]), settings).float()            # (b, dim)
+                if settings.normalize: emb = torch.nn.functional.normalize(emb, dim=-1)
                 out[idx] = emb.cpu().numpy()
-    finally: self.train(was_training)
+    finally: self.model.train(was_training)
     return out
-
-SentenceEncoder.encode = encode
 
 # %% ../nbs/01_encoders.ipynb #1d392922
 def _st_versions() -> dict:
-    from sentcl.core import package_versions
     v = package_versions(("sentence-transformers", "transformers", "torch"))
-    return {"sentence_transformers": v["sentence-transformers"] or "3.0.0", "transformers": v["transformers"], "pytorch": v["torch"]}
+    return {"sentence_transformers": v["sentence-transformers"] or "3.0.0", "transformers": v["transformers"],
+            "pytorch": v["torch"]}
 
-def _write_st_modules(self:SentenceEncoder, d:Path):
-    d = Path(d)
-    pool_cfg = {"word_embedding_dimension": self.dim, "pooling_mode_cls_token": self.pooling in ("cls", "cls_before_pooler"),
-                "pooling_mode_mean_tokens": self.pooling == "mean", "pooling_mode_max_tokens": False,
-                "pooling_mode_mean_sqrt_len_tokens": False, "pooling_mode_weightedmean_tokens": False,
-                "pooling_mode_lasttoken": False, "include_prompt": True}
-    transformer = {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"}
-    modules = [transformer]
-    if self.pooling == "mask":
-        transformer["type"] = "sentcl.st_modules.PromptTransformer"
-        modules.append({"idx": 1, "name": "1", "path": "1_MaskPooling", "type": "sentcl.st_modules.MaskPooling"})
+def _module(idx:int, path:str, kind:str) -> dict: return {"idx": idx, "name": str(idx), "path": path, "type": kind}
+
+def _save_pooler_dense(model, d:Path):
+    "BERT's pooler (dense + tanh) as a sentence-transformers Dense module in `d`."
+    from safetensors.torch import save_file
+    dense = model.pooler.dense
+    d.mkdir()
+    save_file({"linear.weight": dense.weight.detach().cpu().contiguous(),
+               "linear.bias": dense.bias.detach().cpu().contiguous()}, d/"model.safetensors")
+    write_json(d/"config.json", {"in_features": dense.in_features, "out_features": dense.out_features, "bias": True,
+                                 "activation_function": "torch.nn.modules.activation.Tanh"})
+
+# %% ../nbs/01_encoders.ipynb #b45cb5fd
+@patch
+def _write_st_modules(self:SentenceEncoder, d:Path, settings:EncoderSettings):
+    "modules.json and the module folders that describe `settings` to sentence-transformers."
+    pooling, modules = settings.pooling, [_module(0, "", "sentence_transformers.models.Transformer")]
+    if pooling == "mask":
+        modules[0]["type"] = "sentcl.st_modules.PromptTransformer"
+        modules.append(_module(1, "1_MaskPooling", "sentcl.st_modules.MaskPooling"))
         write_json(d/"1_MaskPooling"/"config.json", {"mask_token_id": self.tokenizer.mask_token_id})
     else:
-        modules.append({"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"})
-        write_json(d/"1_Pooling"/"config.json", pool_cfg)
-    if self.pooling == "cls":
-        from safetensors.torch import save_file
-        dense = self.model.pooler.dense
-        (d/"2_Dense").mkdir()
-        save_file({"linear.weight": dense.weight.detach().cpu().contiguous(), "linear.bias": dense.bias.detach().cpu().contiguous()}, d/"2_Dense"/"model.safetensors")
-        write_json(d/"2_Dense"/"config.json", {"in_features": self.dim, "out_features": self.dim, "bias": True,
-                                                "activation_function": "torch.nn.modules.activation.Tanh"})
-        modules.append({"idx": 2, "name": "2", "path": "2_Dense", "type": "sentence_transformers.models.Dense"})
-    if self.normalize:
-        modules.append({"idx": len(modules), "name": str(len(modules)), "path": f"{len(modules)}_Normalize", "type": "sentence_transformers.models.Normalize"})
+        modes = {f"pooling_mode_{m}": False for m in ("max_tokens", "mean_sqrt_len_tokens", "weightedmean_tokens", "lasttoken")}
+        write_json(d/"1_Pooling"/"config.json", {"word_embedding_dimension": self.dim, **modes, "include_prompt": True,
+                   "pooling_mode_cls_token": pooling in ("cls", "cls_before_pooler"), "pooling_mode_mean_tokens": pooling == "mean"})
+        modules.append(_module(1, "1_Pooling", "sentence_transformers.models.Pooling"))
+    if pooling == "cls":
+        _save_pooler_dense(self.model, d/"2_Dense")
+        modules.append(_module(2, "2_Dense", "sentence_transformers.models.Dense"))
+    if settings.normalize:
+        modules.append(_module(len(modules), f"{len(modules)}_Normalize", "sentence_transformers.models.Normalize"))
         (d/modules[-1]["path"]).mkdir()
     write_json(d/"modules.json", modules)
-    st_cfg = {"max_seq_length": self.max_length, "do_lower_case": False}
-    if self.pooling == "mask": st_cfg["template"] = self.template
-    write_json(d/"sentence_bert_config.json", st_cfg)
-    write_json(d/"config_sentence_transformers.json", {"__version__": _st_versions(), "prompts": {}, "default_prompt_name": None, "similarity_fn_name": "cosine"})
+    write_json(d/"sentence_bert_config.json", {"max_seq_length": settings.max_length, "do_lower_case": False,
+                                               **({"template": settings.template} if pooling == "mask" else {})})
+    write_json(d/"config_sentence_transformers.json", {"__version__": _st_versions(), "prompts": {},
+                                                       "default_prompt_name": None, "similarity_fn_name": "cosine"})
 
-def save(self:SentenceEncoder, path) -> Path:
-    "Write a sentence-transformers folder at `path` (atomically) that `SentenceEncoder(path)` reloads."
-    path = Path(path)
+# %% ../nbs/01_encoders.ipynb #988740f3
+@patch
+def save(self:SentenceEncoder, path, settings:EncoderSettings=None) -> Path:
+    "Write a sentence-transformers folder at `path` (atomically) that `SentenceEncoder(path)` reloads with `settings`."
+    settings, path = default(settings, self.settings), Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"))
     try:
         with _quiet_transformers():
             self.model.save_pretrained(tmp, safe_serialization=True)
             self.tokenizer.save_pretrained(tmp)
-        self._write_st_modules(tmp)
-        write_json(tmp/"sentcl_config.json", {"pooling": self.pooling, "max_length": self.max_length, "normalize": self.normalize,
-                                              "template": self.template, "source": self.name_or_path})
+        self._write_st_modules(tmp, settings)
+        write_json(tmp/"sentcl_config.json", {**dataclasses.asdict(settings), "source": self.name_or_path})
         if path.exists():
             old = path.with_name(f".{path.name}.old")
             if old.exists(): shutil.rmtree(old)
@@ -352,11 +418,11 @@ def save(self:SentenceEncoder, path) -> Path:
         shutil.rmtree(tmp, ignore_errors=True); raise
     return path
 
-def fingerprint(self:SentenceEncoder) -> str:
-    "A stable id of the weights, pooling, template and max length (for embedding caches)."
-    h = hashlib.sha256(json.dumps([self.pooling, self.template, self.max_length, self.normalize, type(self.model).__name__]).encode())
+@patch
+def fingerprint(self:SentenceEncoder, settings:EncoderSettings=None) -> str:
+    "A stable id of the weights and the settings (for embedding caches)."
+    s = default(settings, self.settings)
+    h = hashlib.sha256(json.dumps([s.pooling, s.template, s.max_length, s.normalize, type(self.model).__name__]).encode())
     for name, t in sorted(self.model.state_dict().items()):
         h.update(name.encode()); h.update(t.detach().cpu().contiguous().view(torch.uint8).numpy().tobytes())
     return h.hexdigest()[:20]
-
-for _f in (_write_st_modules, save, fingerprint): setattr(SentenceEncoder, _f.__name__, _f)

@@ -20,13 +20,12 @@ from .core import SentclError, atomic_write, cache_dir, default, exists, git_com
 # %% auto #0
 __all__ = ['STS_TASKS', 'STS_SUBSET_TASKS', 'CLUSTERING_TASKS', 'TRANSFER_TASKS', 'FEWSHOT_TASKS', 'TASK_GROUPS',
            'STS_AGGREGATION_BY_PAPER', 'CLUSTERING_MAX_LENGTH', 'L2_GRID', 'SENTEVAL_SEED', 'FEWSHOT_SHOTS',
-           'FEWSHOT_SEEDS', 'RESULTS_SCHEMA', 'TASK_FIELDS', 'task_kind', 'resolve_tasks', 'dedupe',
-           'raw_embedding_mode', 'check_finite', 'embedding_cache_path', 'embed_unique', 'as_encoder', 'load_task_data',
-           'spearman100', 'cosine_rows', 'sts_correlations', 'eval_sts', 'sts_dev_score', 'remap_labels',
-           'cluster_accuracy', 'kmeans_scores', 'eval_clustering', 'pair_features', 'fit_logistic', 'select_l2',
-           'kfold_accuracy', 'inner_kfold_accuracy', 'split_accuracy', 'sample_per_class', 'fewshot_accuracy',
-           'transfer_arrays', 'eval_transfer', 'eval_fewshot', 'averages', 'evaluate', 'temporary_max_length',
-           'format_table', 'add_eval_arguments', 'run_eval']
+           'FEWSHOT_SEEDS', 'RESULTS_SCHEMA', 'TASK_FIELDS', 'task_kind', 'resolve_tasks', 'dedupe', 'check_finite',
+           'embedding_cache_path', 'embed_unique', 'as_encoder', 'load_task_data', 'spearman100', 'cosine_rows',
+           'sts_correlations', 'eval_sts', 'sts_dev_score', 'remap_labels', 'cluster_accuracy', 'kmeans_scores',
+           'eval_clustering', 'pair_features', 'fit_logistic', 'select_l2', 'kfold_accuracy', 'inner_kfold_accuracy',
+           'split_accuracy', 'sample_per_class', 'fewshot_accuracy', 'transfer_arrays', 'eval_transfer', 'eval_fewshot',
+           'averages', 'evaluate', 'format_table', 'add_eval_arguments', 'run_eval']
 
 # %% ../nbs/09_eval.ipynb #b6942edb
 STS_TASKS = ("sts12", "sts13", "sts14", "sts15", "sts16", "stsb", "sickr")
@@ -68,18 +67,6 @@ def dedupe(sentences) -> tuple[list[str], np.ndarray]:
     rows = np.fromiter((index.setdefault(s, len(index)) for s in sentences), dtype=np.int64)
     return list(index), rows
 
-# %% ../nbs/09_eval.ipynb #67b61225
-@contextlib.contextmanager
-def raw_embedding_mode(encoder, max_length: int | None = None):
-    "Temporarily switch off the encoder's output normalisation and, when given, set its maximum length."
-    saved = encoder.normalize, encoder.max_length
-    try:
-        encoder.normalize = False
-        if exists(max_length): encoder.max_length = max_length
-        yield encoder
-    finally:
-        encoder.normalize, encoder.max_length = saved
-
 # %% ../nbs/09_eval.ipynb #4fb602fd
 def check_finite(embeddings: np.ndarray, task: str) -> np.ndarray:
     "Raise a one-line error naming `task` when any embedding holds NaN or inf."
@@ -90,23 +77,22 @@ def check_finite(embeddings: np.ndarray, task: str) -> np.ndarray:
     return embeddings
 
 # %% ../nbs/09_eval.ipynb #0e2a8f4b
-def embedding_cache_path(encoder, sentences, max_length: int | None = None) -> Path:
-    "Where the raw embeddings of `sentences` under `encoder` (at `max_length`) are cached."
-    fp = encoder.fingerprint()
-    key = text_hash(sentences, extra=f"{fp}|max_length={default(max_length, encoder.max_length)}|raw")
-    return cache_dir("embeddings", fp[:16]) / f"{key}.npy"
+def embedding_cache_path(encoder, sentences, settings) -> Path:
+    "Where the embeddings of `sentences` by `encoder` under `settings` are cached."
+    fp = encoder.fingerprint(settings)
+    return cache_dir("embeddings", fp[:16]) / f"{text_hash(sentences, extra=fp)}.npy"
 
 def embed_unique(encoder, sentences, task: str = "", batch_size: int = 64, max_length: int | None = None,
                  cache: bool = True) -> tuple[np.ndarray, np.ndarray]:
-    "Raw embeddings of the distinct `sentences` (n_unique, dim) and each input's row in them (n,)."
+    "Raw (unnormalised) embeddings of the distinct `sentences` (n_unique, dim) and each input's row in them (n,)."
     uniq, rows = dedupe(sentences)
-    path = embedding_cache_path(encoder, uniq, max_length) if cache else None
+    settings = encoder.settings.replace(normalize=False, max_length=default(max_length, encoder.settings.max_length))
+    path = embedding_cache_path(encoder, uniq, settings) if cache else None
     if cache and path.exists():
         try: emb = np.load(path)
         except (OSError, ValueError): emb = None  # unreadable entry: encode again and overwrite it
         if emb is not None and emb.shape[0] == len(uniq): return check_finite(emb, task), rows
-    with raw_embedding_mode(encoder, max_length):
-        emb = np.asarray(encoder.encode(uniq, batch_size=batch_size, normalize=False), dtype=np.float32)  # (n_unique, dim)
+    emb = np.asarray(encoder.encode(uniq, batch_size=batch_size, settings=settings), dtype=np.float32)  # (n_unique, dim)
     check_finite(emb, task)
     if cache:
         with atomic_write(path, "wb") as f: np.save(f, emb)
@@ -114,11 +100,9 @@ def embed_unique(encoder, sentences, task: str = "", batch_size: int = 64, max_l
 
 # %% ../nbs/09_eval.ipynb #f779835e
 def as_encoder(model, max_length: int | None = None):
-    "A `SentenceEncoder` from an encoder (returned as is) or a model spec: 'default', 'tiny', a folder or a hub id."
+    "A `SentenceEncoder` from an encoder or a model spec ('default', 'tiny', a folder or a hub id), at `max_length` if given."
     from sentcl.encoders import SentenceEncoder
-    if isinstance(model, SentenceEncoder):
-        if exists(max_length): model.max_length = max_length
-        return model
+    if isinstance(model, SentenceEncoder): return model.with_settings(max_length=max_length) if exists(max_length) else model
     try: return SentenceEncoder(str(model), max_length=max_length)
     except SentclError: raise
     except Exception as e:
@@ -397,25 +381,16 @@ def evaluate(model, tasks="sts", data_dir=None, batch_size: int = 64, max_length
              cache: bool = True, pair_kind: str = "senteval", kfold: int = 10, log=None, on_task=None) -> dict:
     "Evaluate `model` (an encoder or a model spec) on `tasks`; returns the results document. `on_task(doc)` sees it after each task."
     names = resolve_tasks(tasks)
-    encoder = as_encoder(model)
-    with temporary_max_length(encoder, max_length): return _evaluate(encoder, model, names, data_dir, batch_size, cache, pair_kind, kfold, log, on_task)
-
-@contextlib.contextmanager
-def temporary_max_length(encoder, max_length):
-    "Temporarily set the encoder's maximum length (a caller's encoder is left as it was)."
-    saved = encoder.max_length
-    if exists(max_length): encoder.max_length = max_length
-    try: yield encoder
-    finally: encoder.max_length = saved
+    return _evaluate(as_encoder(model, max_length), model, names, data_dir, batch_size, cache, pair_kind, kfold, log, on_task)
 
 def _evaluate(encoder, model, names, data_dir, batch_size, cache, pair_kind, kfold, log, on_task) -> dict:
     log = default(log, lambda msg: print(msg, file=sys.stderr, flush=True))
     out = {"model": model if isinstance(model, str) else str(getattr(encoder, "name_or_path", type(model).__name__)),
            "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
            "versions": package_versions(), "git": git_commit(Path(sys.modules["sentcl.core"].__file__).parent),
-           "settings": {"batch_size": batch_size, "max_length": encoder.max_length, "cache": cache,
-                        "data_dir": None if data_dir is None else str(data_dir), "pooling": encoder.pooling,
-                        "template": getattr(encoder, "template", None), "pair_features": pair_kind,
+           "settings": {"batch_size": batch_size, "max_length": encoder.settings.max_length, "cache": cache,
+                        "data_dir": None if data_dir is None else str(data_dir), "pooling": encoder.settings.pooling,
+                        "template": encoder.settings.template, "pair_features": pair_kind,
                         "clustering_max_length": CLUSTERING_MAX_LENGTH, "kfold": kfold},
            "tasks": {}, "avg": {}, "complete": False, "notes": dict(STS_AGGREGATION_BY_PAPER)}
     for name in names:

@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .core import SentclError, default, text_hash
-from .encoders import SentenceEncoder, pool
+from .encoders import EncoderSettings, SentenceEncoder, pool
 from .losses import bml_loss, info_nce, nt_xent, pairsupcon_instance_loss, supcon_loss
 
 # %% auto #0
@@ -100,20 +100,23 @@ class Method(nn.Module):
         super().__init__()
         config = default(config, self.Config())
         if not isinstance(config, self.Config):
-            raise TypeError(f"{self.name}: config must be a {self.Config.__name__}, got {type(config).__name__}; use build_method({self.name!r}, encoder, **overrides)")
+            raise TypeError(f"{self.name}: config must be a {self.Config.__name__}, got {type(config).__name__}; "
+                            f"use build_method({self.name!r}, encoder, **overrides)")
         self.config, self.encoder = config, encoder
-        self._setup_encoder()
+        self.train_settings, self.eval_settings = self._encoder_settings()
         self.build_heads(encoder.dim)
         self.to(encoder.device)
 
-    def _setup_encoder(self):
-        "Put the encoder in this method's training pooling, template and max length."
+    def _encoder_settings(self) -> tuple[EncoderSettings, EncoderSettings]:
+        "The encoder settings this method trains with and evaluates (and saves) with."
         cfg, enc = self.config, self.encoder
         if cfg.train_pooling == "cls" and getattr(enc.model, "pooler", None) is None:
-            raise SentclError(f"{self.name} trains with pooling 'cls' (the BERT pooler), but this encoder was loaded without one; build it with SentenceEncoder(name, pooling='cls') or via build_method({self.name!r}, name)")
-        enc.pooling = cfg.train_pooling
-        if cfg.eval_template is not None: enc.template = cfg.eval_template
-        if cfg.max_length: enc.max_length = cfg.max_length
+            raise SentclError(f"{self.name} trains with pooling 'cls' (the BERT pooler), but this encoder was loaded "
+                              f"without one; build it with SentenceEncoder(name, pooling='cls') or via "
+                              f"build_method({self.name!r}, name)")
+        as_ = lambda pooling: enc.settings.replace(pooling=pooling, max_length=cfg.max_length or enc.settings.max_length,
+                                                   template=cfg.eval_template if pooling == "mask" else None)
+        return as_(cfg.train_pooling), as_(cfg.eval_pooling)
 
     def build_heads(self, dim:int):
         "Create the method's heads (none by default)."
@@ -124,9 +127,8 @@ class Method(nn.Module):
     def eval_template(self) -> str|None: return self.config.eval_template
 
     def eval_encoder(self) -> SentenceEncoder:
-        "The encoder set to the pooling and template used at evaluation (and when saved)."
-        self.encoder.pooling, self.encoder.template = self.eval_pooling, self.eval_template
-        return self.encoder
+        "The encoder as evaluated and saved: the same weights under `eval_settings`."
+        return self.encoder.with_settings(self.eval_settings)
 
     def __repr__(self): return f"{type(self).__name__}(name={self.name!r}, view={self.view!r}, encoder={self.encoder!r})"
 
@@ -137,7 +139,7 @@ def _embedding_inputs(self:Method, batch:dict) -> dict[str, dict]:
 
 def _encode_inputs(self:Method, key:str, inputs:dict) -> tuple[Tensor, Tensor|None]:
     "Embed one group (or a row slice of it): (embeddings (n, d), auxiliary loss or None)."
-    return self.encoder.embed(inputs["sentences"], template=inputs.get("template")), None
+    return self.encoder.embed(inputs["sentences"], inputs.get("settings", self.train_settings)), None
 
 def _loss_from_embeddings(self:Method, embeddings:dict[str, Tensor], batch:dict) -> tuple[Tensor, dict[str, float]]:
     "Heads and losses on the whole batch's embeddings: (total loss, named terms)."
@@ -238,7 +240,7 @@ class PairSupCon(Method):
         if "classification" in self.terms: self.classifier = nn.Linear(3 * dim, 2, bias=False)
 
     def embedding_inputs(self, batch):
-        return {"u": {"sentences": batch["premise"], "template": None}, "v": {"sentences": batch["hypothesis"], "template": None}}
+        return {"u": {"sentences": batch["premise"]}, "v": {"sentences": batch["hypothesis"]}}
 
     def loss_from_embeddings(self, embeddings, batch):
         u, v = embeddings["u"], embeddings["v"]                                   # (M, d) each
@@ -287,7 +289,7 @@ class SupCon(Method):
         self.classifier = nn.Sequential(nn.Linear(3 * dim, self.config.classifier_hidden), nn.Linear(self.config.classifier_hidden, 3))
 
     def embedding_inputs(self, batch):
-        return {"u": {"sentences": batch["premise"], "template": None}, "v": {"sentences": batch["hypothesis"], "template": None}}
+        return {"u": {"sentences": batch["premise"]}, "v": {"sentences": batch["hypothesis"]}}
 
     def loss_from_embeddings(self, embeddings, batch):
         cfg, u, v = self.config, embeddings["u"], embeddings["v"]
@@ -318,7 +320,7 @@ class SBERT(Method):
     def build_heads(self, dim): self.classifier = nn.Linear(3 * dim, 3)
 
     def embedding_inputs(self, batch):
-        return {"u": {"sentences": batch["premise"], "template": None}, "v": {"sentences": batch["hypothesis"], "template": None}}
+        return {"u": {"sentences": batch["premise"]}, "v": {"sentences": batch["hypothesis"]}}
 
     def loss_from_embeddings(self, embeddings, batch):
         u, v = embeddings["u"], embeddings["v"]
@@ -378,9 +380,10 @@ class SNCSE(Method):
         cfg = self.config
         sentences = [end_with_punctuation(s) for s in batch["sentence"]]
         negations = [end_with_punctuation(s) for s in batch["negation"]]
-        return {"z1": {"sentences": sentences, "template": cfg.anchor_template},
-                "z2": {"sentences": sentences, "template": cfg.view_template},
-                "z3": {"sentences": negations, "template": cfg.view_template}}
+        anchor, view = (self.train_settings.replace(template=t) for t in (cfg.anchor_template, cfg.view_template))
+        return {"z1": {"sentences": sentences, "settings": anchor},
+                "z2": {"sentences": sentences, "settings": view},
+                "z3": {"sentences": negations, "settings": view}}
 
     def loss_from_embeddings(self, embeddings, batch):
         cfg = self.config
@@ -498,11 +501,11 @@ class DeCLUTR(Method):
             warnings.warn(f"declutr: no pretrained MLM head in {source or self.encoder.name_or_path!r}; using a new head tied to the input embeddings")
 
     def embedding_inputs(self, batch):
-        feats = self.encoder.tokenize(batch["anchors"])
+        feats = self.encoder.tokenize(batch["anchors"], self.train_settings)
         g = batch_generator(self.config.seed, batch["anchors"])
         ids, labels = mask_tokens(feats["input_ids"], feats["attention_mask"], self.encoder.tokenizer, self.config.mlm_probability, g)
         anchors = {**feats, "input_ids": ids, "labels": labels, "num_masked": int((labels != -100).sum())}
-        return {"anchors": anchors, "positives": {"sentences": batch["positives"], "template": None}}
+        return {"anchors": anchors, "positives": {"sentences": batch["positives"]}}
 
     def encode_inputs(self, key, inputs):
         if key != "anchors": return super().encode_inputs(key, inputs)
@@ -541,7 +544,7 @@ class SimCSEUnsup(Method):
         self.mlp = tanh_mlp(self.encoder, dim)
 
     def embedding_inputs(self, batch):
-        return {"z1": {"sentences": batch["sentence"], "template": None}, "z2": {"sentences": batch["sentence"], "template": None}}
+        return {"z1": {"sentences": batch["sentence"]}, "z2": {"sentences": batch["sentence"]}}
 
     def loss_from_embeddings(self, embeddings, batch):
         loss = info_nce(self.mlp(embeddings["z1"]), self.mlp(embeddings["z2"]), temperature=self.config.temperature)
@@ -571,7 +574,7 @@ class SimCSESup(Method):
         if self.config.reinit_pooler: _bert_init_(self.encoder.model.pooler, getattr(self.encoder.model.config, "initializer_range", 0.02))
 
     def embedding_inputs(self, batch):
-        return {k: {"sentences": batch[c], "template": None} for k, c in (("z1", "sentence"), ("z2", "positive"), ("z3", "hard_negative"))}
+        return {k: {"sentences": batch[c]} for k, c in (("z1", "sentence"), ("z2", "positive"), ("z3", "hard_negative"))}
 
     def loss_from_embeddings(self, embeddings, batch):
         cfg = self.config

@@ -26,9 +26,9 @@ __all__ = ['SCHEDULES', 'CHECKPOINT', 'RESUME_MAY_CHANGE', 'VIEW_CORPUS', 'DEFAU
            'no_decay_parameters', 'build_optimizer', 'seed_everything', 'rng_state', 'set_rng_state', 'slice_batch',
            'world', 'rank_slice', 'gather_embeddings', 'average_gradients', 'broadcast_parameters',
            'gather_batch_embeddings', 'gather_batch', 'compute_gradients', 'save_checkpoint', 'load_checkpoint',
-           'config_differences', 'Schedule', 'Trainer', 'evaluation_encoder', 'export_model', 'fit',
-           'cpu_smoke_overrides', 'TrainRun', 'parse_sets', 'apply_overrides', 'resolve', 'flat_config',
-           'load_training_data', 'setup_distributed', 'train']
+           'config_differences', 'Schedule', 'Trainer', 'export_model', 'fit', 'cpu_smoke_overrides', 'TrainRun',
+           'parse_sets', 'apply_overrides', 'resolve', 'flat_config', 'load_training_data', 'setup_distributed',
+           'train']
 
 # %% ../nbs/08_train.ipynb #fbc45d0c
 SCHEDULES = ("constant", "constant_warmup", "linear", "slanted_triangular")
@@ -330,26 +330,13 @@ def _log(self:Trainer, f, record:dict):
 Trainer._open_log, Trainer._log = _open_log, _log
 
 # %% ../nbs/08_train.ipynb #a81323d0
-import contextlib
-
-@contextlib.contextmanager
-def evaluation_encoder(method):
-    "The method's encoder switched to its evaluation pooling/template and eval mode (restored after)."
-    enc = method.encoder
-    saved = (enc.pooling, enc.template, enc.training)
-    enc.pooling = default(getattr(method, "eval_pooling", None), enc.pooling)
-    enc.template = getattr(method, "eval_template", None) if enc.pooling == "mask" else enc.template
-    enc.eval()
-    try: yield enc
-    finally: enc.pooling, enc.template = saved[0], saved[1]; enc.train(saved[2])
-
 def export_model(method, path) -> Path:
-    "Save the method's encoder as a sentence-transformers folder with its evaluation pooling."
-    with evaluation_encoder(method) as enc: return enc.save(path)
+    "Save the method's encoder as evaluated (`method.eval_encoder()`) as a sentence-transformers folder."
+    return method.eval_encoder().save(path)
 
 # %% ../nbs/08_train.ipynb #34c8b46d
 def _evaluate(self:Trainer, f) -> float:
-    with evaluation_encoder(self.method) as enc: score = float(self.dev_eval(enc))
+    score = float(self.dev_eval(self.method.eval_encoder()))
     improved = self.best is None or score > self.best
     if improved:
         self.best = score

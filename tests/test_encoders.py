@@ -33,7 +33,7 @@ def test_save_loads_in_sentence_transformers(tmp_path, pooling):
     enc.save(tmp_path / "m")
     got_st = st.SentenceTransformer(str(tmp_path / "m"), device="cpu").encode(SENTENCES)
     got_ours = SentenceEncoder(tmp_path / "m").encode(SENTENCES)
-    assert SentenceEncoder(tmp_path / "m").pooling == pooling
+    assert SentenceEncoder(tmp_path / "m").settings.pooling == pooling
     np.testing.assert_allclose(got_st, want, atol=1e-5)
     np.testing.assert_allclose(got_ours, want, atol=1e-6)
 
@@ -44,7 +44,7 @@ def test_mask_pooling_folder_loads_with_template(tmp_path):
     want = enc.encode(SENTENCES)
     enc.save(tmp_path / "m")
     back = SentenceEncoder(tmp_path / "m")
-    assert (back.pooling, back.template, back.max_length) == ("mask", template, 24)
+    assert (back.settings.pooling, back.settings.template, back.settings.max_length) == ("mask", template, 24)
     np.testing.assert_allclose(back.encode(SENTENCES), want, atol=1e-6)
     got_st = st.SentenceTransformer(str(tmp_path / "m"), device="cpu", trust_remote_code=True).encode(SENTENCES)
     np.testing.assert_allclose(got_st, want, atol=1e-5)
@@ -61,5 +61,5 @@ def test_default_saved_copy_keeps_normalize(tmp_path):
     enc = SentenceEncoder("default")
     enc.save(tmp_path / "copy")
     back = SentenceEncoder(tmp_path / "copy")
-    assert back.normalize and back.max_length == 256
+    assert back.settings.normalize and back.settings.max_length == 256
     np.testing.assert_allclose(back.encode(SENTENCES[:2]), enc.encode(SENTENCES[:2]), atol=1e-6)
