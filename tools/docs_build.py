@@ -595,9 +595,13 @@ def build(proc: bool = True) -> dict:
     log(f"{len(pages)} pages written to {MD.relative_to(ROOT)} ({t1 - t0:.1f} s so far)")
     shutil.rmtree(SITE, ignore_errors=True)
     mkdocs = Path(sys.executable).with_name("mkdocs")
-    r = subprocess.run([str(mkdocs) if mkdocs.exists() else "mkdocs", "build", "--strict", "-q", "-f",
-                        str(write_config(pages))], cwd=ROOT)
-    if r.returncode: sys.exit(f"docs: mkdocs build failed (exit {r.returncode})")
+    # not -q: mkdocs' strict mode only counts warnings it is allowed to log
+    r = subprocess.run([str(mkdocs) if mkdocs.exists() else "mkdocs", "build", "--strict", "-f",
+                        str(write_config(pages))], cwd=ROOT, capture_output=True, text=True,
+                       env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    for line in (r.stdout + r.stderr).splitlines():
+        if line.strip() and not line.startswith("INFO"): print(f"docs: mkdocs: {line}", flush=True)
+    if r.returncode: sys.exit(f"docs: mkdocs build failed (exit {r.returncode}): a broken link or anchor above")
     info = manifest(pages)
     (SITE / "_docs_manifest.json").write_text(json.dumps(info, indent=1))
     log(f"{len(pages)} pages -> {SITE.relative_to(ROOT)}/ in {time.time() - t0:.1f} s "
