@@ -6,7 +6,7 @@ module pages, no browser console error; over the whole run: no request left loca
 request failed. Screenshots of the home page, a module page and a paper page go to _site/_screens/.
 
 `make docs` builds _site/ (and installs Debian's chromium + chromium-driver when missing); this
-test reuses it, or builds it when it is missing. Without a browser the test is skipped, except in
+test reuses it, or builds it when it is missing or older than its sources. Without a browser the test is skipped, except in
 CI (CI=true) or with SENTCL_REQUIRE_BROWSER=1, where that is a failure.
 """
 from __future__ import annotations
@@ -51,11 +51,24 @@ def _need_browser():
 # ---------------------------------------------------------------------------------------------------
 # fixtures: the built site, a localhost server, one browser
 
+SOURCES = ("nbs", "sentcl", "docs", "reports", "report", "benchmarks", "tools/docs_build.py", "settings.ini")
+
+
+def _newest_source() -> float:
+    "Newest mtime of the files and folders the site is built from (a folder's changes when a file goes)."
+    times = []
+    for name in SOURCES:
+        p = ROOT / name
+        if p.exists(): times += [p.stat().st_mtime] + [q.stat().st_mtime for q in p.rglob("*") if "__pycache__" not in q.parts]
+    return max(times)
+
+
 @pytest.fixture(scope="module")
 def site() -> dict:
-    if not (SITE / "_docs_manifest.json").exists():
+    manifest = SITE / "_docs_manifest.json"
+    if not manifest.exists() or manifest.stat().st_mtime < _newest_source():  # missing or stale: build it
         subprocess.run([sys.executable, str(ROOT / "tools" / "docs_build.py")], cwd=ROOT, check=True)
-    return json.loads((SITE / "_docs_manifest.json").read_text())
+    return json.loads(manifest.read_text())
 
 
 class _Quiet(SimpleHTTPRequestHandler):
@@ -261,30 +274,41 @@ def test_every_page_in_the_browser(site, browser, base_url):
         browser.get(urljoin(base_url, p)); wait_ready(browser)
         browser.save_screenshot(str(SCREENS / f"{name}.png"))
         assert (SCREENS / f"{name}.png").stat().st_size > 10_000
+    browser.get(urljoin(base_url, module["html"])); wait_ready(browser)  # one API entry with its neighbours
+    browser.execute_script("const e = document.querySelector('.sentcl-api');"
+                           " if (e) window.scrollTo(0, e.getBoundingClientRect().top + window.scrollY - 90)")
+    time.sleep(0.8)  # let the header's title swap finish
+    browser.save_screenshot(str(SCREENS / "module-api.png"))
+
+
+def search_hits(driver, term: str, timeout: float = 20) -> int:
+    "Type `term` into material's search box and wait for results; the number of hits."
+    from selenium.webdriver.common.by import By
+    driver.find_element(By.CSS_SELECTOR, "label.md-search__icon, .md-search__input").click()
+    driver.find_element(By.CSS_SELECTOR, "input.md-search__input").send_keys(term)
+    end, hits = time.time() + timeout, 0
+    while time.time() < end and not hits:
+        hits = len(driver.find_elements(By.CSS_SELECTOR, ".md-search-result__item"))
+        time.sleep(0.2)
+    return hits
 
 
 def test_search_works_offline(site, browser, base_url):
-    from selenium.webdriver.common.by import By
     browser.get(urljoin(base_url, "index.html")); wait_ready(browser)
-    browser.find_element(By.CSS_SELECTOR, "label.md-search__icon, .md-search__input").click()
-    box = browser.find_element(By.CSS_SELECTOR, "input.md-search__input")
-    box.send_keys("margin")
-    end, hits = time.time() + 20, 0
-    while time.time() < end and not hits:
-        hits = len(browser.find_elements(By.CSS_SELECTOR, ".md-search-result__item"))
-        time.sleep(0.2)
-    assert hits > 0, "offline search returned nothing for 'margin'"
+    assert search_hits(browser, "margin") > 0, "offline search returned nothing for 'margin'"
 
 
 def test_opens_from_file_url(site, browser):
-    "No server at all: a module page from file:// still gets its CSS, its math and its images."
+    "No server at all: a module page from file:// still gets its CSS, its math, its images and search."
     page = next((p for p in site["pages"] if p["html"] == "losses.html"), site["pages"][0])
     base = SITE.as_uri() + "/"
     browser.get(base + page["html"]); wait_ready(browser)
     state = browser.execute_script(
         "return [document.styleSheets.length, getComputedStyle(document.querySelector('.md-header')).position,"
-        " document.querySelectorAll('.arithmatex').length, document.querySelectorAll('.arithmatex .katex').length]")
-    assert state[0] >= 2 and state[1] in ("sticky", "fixed") and state[2] == state[3], state
+        " document.querySelectorAll('.arithmatex').length, document.querySelectorAll('.arithmatex .katex').length,"
+        " Array.from(document.images).filter(i => !i.complete || i.naturalWidth === 0).length]")
+    assert state[0] >= 2 and state[1] in ("sticky", "fixed") and state[2] == state[3] and state[4] == 0, state
+    assert search_hits(browser, "temperature") > 0, "search from file:// returned nothing"
 
 
 def test_the_checker_fails_on_a_broken_site(browser, tmp_path):

@@ -612,4 +612,7 @@ def build(proc: bool = True) -> dict:
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--no-proc", action="store_true", help="reuse _proc/ from an earlier run")
-    build(proc=not ap.parse_args().no_proc)
+    ap.add_argument("--with-experiments", action="store_true", help="also make pages of nbs/experiments/ notebooks")
+    args = ap.parse_args()
+    if args.with_experiments: EXCLUDED_DIRS.discard("experiments")
+    build(proc=not args.no_proc)
