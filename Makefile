@@ -72,4 +72,4 @@ browser:
 	@if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then \
 	  echo "installing Debian's chromium and chromium-driver (for tests/test_docs.py)"; \
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq \
-	    --no-install-recommends chromium chromium-driver >/dev/null; fi
+	    --no-install-recommends chromium chromium-driver fonts-liberation >/dev/null; fi
