@@ -158,8 +158,11 @@ def _front_matter(nb) -> dict:
 
 
 def _default_exp(src: Path) -> str | None:
-    m = re.search(r"#\|\s*default_exp\s+(\S+)", src.read_text())
-    return m.group(1).strip('"\\') if m else None
+    "The module a notebook exports to (`#| default_exp name`), or None."
+    for cell in nbformat.read(src, as_version=4).cells:
+        m = re.search(r"^#\|\s*default_exp\s+(\S+)", cell.source, re.M) if cell.cell_type == "code" else None
+        if m: return m.group(1).strip("\"'")
+    return None
 
 
 def notebook_pages(cfg: dict, symbols: dict) -> list[Page]:
@@ -173,16 +176,17 @@ def notebook_pages(cfg: dict, symbols: dict) -> list[Page]:
         if not src.exists(): continue
         nb = nbformat.read(proc, as_version=4)
         fm = _front_matter(nb)
-        if fm.get("draft") or fm.get("search") is False and fm.get("listing") is False: continue
+        if fm.get("draft"): continue
         out = fm.get("output-file") or re.sub(r"^\d+[a-z]?_", "", rel.stem) + ".html"
         md = PurePosixPath(*rel.parent.parts, out).with_suffix(".md")
         exp = _default_exp(src)
         section = "" if md == PurePosixPath("index.md") else (
             "Library" if exp else SECTION_TITLES.get(rel.parent.as_posix() if rel.parent.parts else "",
                                                      rel.parent.as_posix().replace("_", " ").title()))
+        api = symbols.get(rel.as_posix(), [])
+        modules = list(dict.fromkeys(([f"{lib}.{exp}"] if exp else []) + [m for m, _ in api]))
         pages.append(Page(src=src, md=md, title=str(fm.get("title") or rel.stem), proc=proc, section=section,
-                          order=(fm.get("order", 1000), _natural(rel.name)),
-                          modules=[f"{lib}.{exp}"] if exp else [], api=symbols.get(rel.as_posix(), [])))
+                          order=(fm.get("order", 1000), _natural(rel.name)), modules=modules, api=api))
     return pages
 
 
