@@ -6,8 +6,8 @@ module pages, no browser console error; over the whole run: no request left loca
 request failed. Screenshots of the home page, a module page and a paper page go to _site/_screens/.
 
 `make docs` builds _site/ (and installs Debian's chromium + chromium-driver when missing); this
-test reuses it, or builds it when it is missing or older than its sources. Without a browser the test is skipped, except in
-CI (CI=true) or with SENTCL_REQUIRE_BROWSER=1, where that is a failure.
+test reuses it, or builds it when it is missing or older than its sources. Without a browser the test
+is skipped, except in CI (CI=true) or with SENTCL_REQUIRE_BROWSER=1, where that is a failure.
 """
 from __future__ import annotations
 
@@ -59,7 +59,8 @@ def _newest_source() -> float:
     times = []
     for name in SOURCES:
         p = ROOT / name
-        if p.exists(): times += [p.stat().st_mtime] + [q.stat().st_mtime for q in p.rglob("*") if "__pycache__" not in q.parts]
+        if p.exists():
+            times += [p.stat().st_mtime] + [q.stat().st_mtime for q in p.rglob("*") if "__pycache__" not in q.parts]
     return max(times)
 
 
@@ -165,7 +166,10 @@ const out = [];
 const walk = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
 while (walk.nextNode()) {
   let el = walk.currentNode.parentElement, hide = false;
-  while (el) { if (skip.has(el.tagName) || el.classList.contains('katex')) { hide = true; break; } el = el.parentElement; }
+  while (el) {
+    if (skip.has(el.tagName) || el.classList.contains('katex')) { hide = true; break; }
+    el = el.parentElement;
+  }
   if (!hide) out.push(walk.currentNode.textContent);
 }
 return out.join(' ');
@@ -188,8 +192,8 @@ def check_page(driver, root: Path, base_url: str, rel: str, api: list[str] = ())
             ".map(i => i.currentSrc || i.src)"):
         problems.append(f"{rel}: image not loaded {src}")
     math = driver.execute_script(
-        "return [document.querySelectorAll('.arithmatex').length, document.querySelectorAll('.arithmatex .katex').length,"
-        " document.querySelectorAll('.katex-error').length]")
+        "return [document.querySelectorAll('.arithmatex').length,"
+        " document.querySelectorAll('.arithmatex .katex').length, document.querySelectorAll('.katex-error').length]")
     if math[0] != math[1]: problems.append(f"{rel}: {math[0] - math[1]} of {math[0]} formulas not typeset")
     if math[2]: problems.append(f"{rel}: {math[2]} KaTeX errors")
     text = driver.execute_script(VISIBLE_TEXT_JS)
