@@ -36,7 +36,7 @@ setuptools.setup(
     ] + ["Programming Language :: Python :: " + v for v in py_versions[py_versions.index(min_python):]],
     packages=setuptools.find_packages(include=["sentcl", "sentcl.*"]),
     include_package_data=True,
-    package_data={"sentcl": ["samples/*", "samples/**/*"]},
+    package_data={"sentcl": ["samples/*", "samples/**/*", "published/*"]},
     install_requires=requirements,
     extras_require={"dev": dev_requirements},
     python_requires=">=" + min_python,
