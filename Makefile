@@ -9,7 +9,7 @@ TORCH := torch==2.13.0
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: demo test nbtest pytest export clean-nbs venv install dev readme bench-eval bench-train
+.PHONY: demo test nbtest pytest export clean-nbs venv install dev readme bench-eval bench-train docs browser
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,7 @@ test: $(VENV)/.installed-dev
 	$(BIN)/nbdev_export
 	@git diff --quiet -- sentcl || { echo "sentcl/ differs from what nbs/ export: run nbdev_export and commit"; git --no-pager diff --stat -- sentcl; exit 1; }
 	$(BIN)/nbdev_test --n_workers 2 --timing
+	$(MAKE) docs
 	$(BIN)/python -m pytest -q tests
 
 nbtest: $(VENV)/.installed-dev
@@ -59,3 +60,16 @@ bench-eval: $(VENV)/.installed-dev
 # SentenceTransformerTrainer needs accelerate, which the dev extras install
 bench-train: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/bench_train.py
+
+# The docs site, offline: nbdev-processed notebooks -> Markdown -> mkdocs-material -> _site/
+# (tools/docs_build.py; KaTeX comes from the npm registry once). tests/test_docs.py then opens every
+# page in headless Chromium, which `browser` installs from Debian when it is missing.
+docs: $(VENV)/.installed-dev browser
+	NO_MKDOCS_2_WARNING=1 $(BIN)/python tools/docs_build.py
+
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+browser:
+	@if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then \
+	  echo "installing Debian's chromium and chromium-driver (for tests/test_docs.py)"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq \
+	    --no-install-recommends chromium chromium-driver fonts-liberation >/dev/null; fi
