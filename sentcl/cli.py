@@ -12,12 +12,13 @@ from pathlib import Path
 
 import numpy as np
 
-from .core import SentclError, atomic_write
+from .core import SentclError, atomic_write, write_json
 from .encoders import SentenceEncoder
 
 # %% auto #0
 __all__ = ['CONFIG_FLAGS', 'DEMO_TASKS', 'add_encode_arguments', 'run_encode', 'parse_sets', 'add_train_arguments',
-           'train_request', 'run_train', 'loss_curve', 'run_demo', 'build_parser', 'main']
+           'train_request', 'run_train', 'add_eval_arguments', 'run_eval', 'loss_curve', 'run_demo', 'build_parser',
+           'main']
 
 # %% ../nbs/11_cli.ipynb #b826b921
 def add_encode_arguments(p:argparse.ArgumentParser):
@@ -103,6 +104,43 @@ def run_train(args) -> int:
     print(json.dumps(summary, indent=2))
     return 0
 
+# %% ../nbs/11_cli.ipynb #b9601e0f
+def add_eval_arguments(p:argparse.ArgumentParser, # the parser (or subparser) to add the options to
+                      ) -> argparse.ArgumentParser:
+    "Add the `sentcl eval` options to `p`."
+    p.add_argument("--model", default="default",
+                   help="'default' (all-MiniLM-L6-v2), 'tiny', a model folder or a hub id")
+    p.add_argument("--tasks", default="sts", help="comma list of tasks (sts12..sickr, agnews.., mr.., mr_fewshot..) "
+                   "or groups: sts, clustering, transfer, fewshot, all")
+    p.add_argument("--data-dir", default=None,
+                   help="a data folder in the sentcl layout (default: $SENTCL_DATA, else the dataset hub)")
+    p.add_argument("--out", default=None, help="write the results JSON here")
+    p.add_argument("--batch-size", type=int, default=64, help="encoding batch size")
+    p.add_argument("--max-length", type=int, default=None,
+                   help="token limit for STS and transfer (clustering uses 64, as PairSupCon)")
+    p.add_argument("--no-cache", action="store_true", help="do not read or write the embedding cache")
+    p.add_argument("--kfold", type=int, default=10,
+                   help="folds for the transfer protocols (SentEval: 10 in its test mode, 5 for prototyping)")
+    p.add_argument("--pair-features", choices=("senteval", "full"), default="senteval",
+                   help="MRPC pair features: [|u-v|; u*v] (SentEval) or [u; v; |u-v|; u*v]")
+    return p
+
+# %% ../nbs/11_cli.ipynb #eee77ebe
+def run_eval(args:argparse.Namespace, # parsed `sentcl eval` options
+            ) -> int:
+    "Run `sentcl eval`: print the table, write the JSON (after every task) with --out; 0, or 2 with one error line."
+    from sentcl.eval import evaluate, format_table  # here, not at the top: building the parser loads no evaluation code
+    save = (lambda doc: write_json(args.out, doc)) if args.out else None
+    try:
+        res = evaluate(args.model, args.tasks, data_dir=args.data_dir, batch_size=args.batch_size,
+                       max_length=args.max_length, cache=not args.no_cache, pair_kind=args.pair_features,
+                       kfold=args.kfold, on_task=save)
+    except (SentclError, ValueError) as e:  # bad input: data, model, arguments
+        print(f"sentcl eval: error: {e}", file=sys.stderr)
+        return 2
+    print(format_table(res))
+    return 0
+
 # %% ../nbs/11_cli.ipynb #a933d62c
 DEMO_TASKS = "stsb,wikitext_topics"
 
@@ -154,7 +192,6 @@ def build_parser() -> argparse.ArgumentParser:
     add_encode_arguments(p); p.set_defaults(run=run_encode)
     p = sub.add_parser("train", help="train a method (PairSupCon, SupCon, SNCSE, DeCLUTR, SBERT, SimCSE)")
     add_train_arguments(p); p.set_defaults(run=run_train)
-    from sentcl.eval import add_eval_arguments, run_eval
     p = sub.add_parser("eval", help="evaluate a model on STS, clustering, transfer and few-shot tasks")
     add_eval_arguments(p); p.set_defaults(run=run_eval)
     p = sub.add_parser("demo", help="the main job: a short PairSupCon run from 'default', evaluated before and after")
