@@ -75,10 +75,10 @@ def data_source(args) -> tuple[str, str]:
 def fixed_batches(method_name:str, view_name:str, args, batch_size:int, n:int) -> tuple[list[dict], int]:
     "`n` batches of `batch_size` rows made by sentcl's view for `method_name` (rows reused only when the data is short), and the view's size."
     import numpy as np
-    from sentcl.train import TrainRun, load_training_data
+    from sentcl.train import RunOptions, load_training_data
     from sentcl.views import build_view
     spec, data_dir = data_source(args)
-    view = build_view(view_name, load_training_data(TrainRun(method_name, train_data=spec, data_dir=data_dir, preset="cpu-smoke"), view_name))
+    view = build_view(view_name, load_training_data(view_name, RunOptions(train_data=spec, data_dir=data_dir)))
     rng = np.random.default_rng(args.seed)
     order = np.concatenate([rng.permutation(len(view)) for _ in range(-(-n * batch_size // len(view)))])
     return [view.make_batch(order[i * batch_size:(i + 1) * batch_size], rng) for i in range(n)], len(view)
@@ -93,7 +93,8 @@ def sentcl_steps(batches:list[dict], args, out_dir:str) -> tuple[list[float], fl
     "Train simcse-sup with sentcl's Trainer on `batches` in order; (seconds of each step after the first, mean training loss)."
     import torch
     from sentcl.methods import build_method
-    from sentcl.train import Trainer, TrainRun, flat_config, resolve, seed_everything
+    from sentcl.checkpoints import seed_everything
+    from sentcl.train import RunOptions, Trainer, resolve
     from sentcl.views import View
     warnings.filterwarnings("ignore", message=".*using pooling 'cls' although the folder says 'mean'")  # --pooling cls: intended
 
@@ -108,15 +109,15 @@ def sentcl_steps(batches:list[dict], args, out_dir:str) -> tuple[list[float], fl
             self.stamps.append(time.perf_counter())  # asked for one more: the last step has finished
 
     pooling = {"train_pooling": args.pooling, "eval_pooling": args.pooling, "reinit_pooler": args.pooling == "cls"}
-    run = TrainRun("simcse-sup", model="default", preset="cpu-smoke", out=out_dir, batch_size=args.batch_size, lr=args.lr,
-                   max_steps=len(batches), seed=args.seed,
-                   sets={**pooling, "max_length": args.max_length, "schedule": "constant", "warmup": 0.0,
-                         "weight_decay": 0.0, "grad_clip": None, "eval_every": None, "select_on_dev": False})
-    _, cfg, sched = resolve(run)
+    overrides = {**pooling, "model": "default", "batch_size": args.batch_size, "lr": args.lr, "seed": args.seed,
+                 "max_length": args.max_length, "schedule": "constant", "warmup": 0.0, "weight_decay": 0.0,
+                 "grad_clip": None, "eval_every": None, "select_on_dev": False}
+    options = RunOptions(out=out_dir, preset="cpu-smoke", max_steps=len(batches), progress=False)
+    cfg, options = resolve("simcse-sup", overrides, options)
     seed_everything(cfg.seed)
     method = build_method("simcse-sup", cfg.model, cfg)
     view = Replay(batches)
-    trainer = Trainer(method, view, out_dir, sched, run_config=flat_config(run, cfg, sched), progress=False)
+    trainer = Trainer(method, view, options)
     torch.manual_seed(args.seed)
     trainer.fit()
     t = view.stamps
@@ -224,7 +225,8 @@ def memory_child(args) -> int:
     import gc
     import resource
     from sentcl.methods import build_method
-    from sentcl.train import compute_gradients, seed_everything
+    from sentcl.checkpoints import seed_everything
+    from sentcl.gradients import compute_gradients
     seed_everything(args.seed)
     batch = fixed_batches("pairsupcon", "pairs", args, args.mem_batch, 1)[0][0]
     method = build_method("pairsupcon", "default", max_length=args.max_length).train()

@@ -12,12 +12,13 @@ from pathlib import Path
 
 import numpy as np
 
-from .core import SentclError, atomic_write
+from .core import SentclError, atomic_write, write_json
 from .encoders import SentenceEncoder
 
 # %% auto #0
-__all__ = ['DEMO_TASKS', 'add_encode_arguments', 'run_encode', 'add_train_arguments', 'run_train', 'loss_curve', 'run_demo',
-           'build_parser', 'main']
+__all__ = ['CONFIG_FLAGS', 'DEMO_TASKS', 'add_encode_arguments', 'run_encode', 'parse_sets', 'add_train_arguments',
+           'train_request', 'run_train', 'add_eval_arguments', 'run_eval', 'loss_curve', 'run_demo', 'build_parser',
+           'main']
 
 # %% ../nbs/11_cli.ipynb #b826b921
 def add_encode_arguments(p:argparse.ArgumentParser):
@@ -43,42 +44,101 @@ def run_encode(args) -> int:
     print(f"encoded {len(lines)} lines with {enc} -> {args.out} {emb.shape}", file=sys.stderr)
     return 0
 
-# %% ../nbs/11_cli.ipynb #d3f03925
+# %% ../nbs/11_cli.ipynb #40dfff4d
+def parse_sets(items:list[str]) -> dict:
+    "Parse `key=value` strings; values as JSON where possible."
+    out = {}
+    for it in items or []:
+        key, eq, val = it.partition("=")
+        if not eq or not key: raise SentclError(f"--set {it!r}: expected key=value, e.g. --set beta=0.5")
+        try: out[key.strip()] = json.loads(val)
+        except json.JSONDecodeError: out[key.strip()] = val
+    return out
+
+# %% ../nbs/11_cli.ipynb #cc6e8a2a
 def add_train_arguments(p:argparse.ArgumentParser):
     from sentcl.train import PRESETS
     p.add_argument("method", help="a method of sentcl.methods, e.g. pairsupcon, supcon, sncse, declutr, simcse-unsup")
-    p.add_argument("--model", default=None, help="'default', 'tiny', a local folder or a hub id (default: the paper's model; cpu-smoke: 'default')")
-    p.add_argument("--train-data", default=None, help="a corpus name (in --data-dir), a file, or a hub id; default: the method's usual corpus")
+    p.add_argument("--model", default=None,
+                   help="'default', 'tiny', a local folder or a hub id (default: the paper's model; cpu-smoke: 'default')")
+    p.add_argument("--train-data", default=None,
+                   help="a corpus name (in --data-dir), a file, or a hub id; default: the method's usual corpus")
     p.add_argument("--out", default=None, help="run folder (default runs/METHOD)")
-    p.add_argument("--preset", default="paper", choices=PRESETS)
-    p.add_argument("--data-dir", default=None, help="a data folder in sentcl's layout (default: the hub; cpu-smoke: bundled samples)")
+    p.add_argument("--preset", default="paper", choices=list(PRESETS))
+    p.add_argument("--data-dir", default=None,
+                   help="a data folder in sentcl's layout (default: the hub; cpu-smoke: bundled samples)")
     for flag, typ in (("--max-steps", int), ("--epochs", float), ("--batch-size", int), ("--mini-batch-size", int),
                       ("--lr", float), ("--seed", int), ("--save-every", int), ("--eval-every", int), ("--stop-after", int)):
         p.add_argument(flag, type=typ, default=None)
     p.add_argument("--precision", default="fp32", choices=("fp32", "bf16", "fp16"))
     p.add_argument("--resume", action="store_true", help="continue from the run folder's checkpoint")
-    p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE", help="override a field of the method config")
-    p.add_argument("--show-config", action="store_true", help="print the resolved config and exit")
+    p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a field of the method config")
+    p.add_argument("--show-config", action="store_true", help="print the resolved config and run options, and exit")
     p.add_argument("--no-progress", action="store_true")
 
+# %% ../nbs/11_cli.ipynb #c0d415c2
+CONFIG_FLAGS = ("epochs", "batch_size", "lr", "seed", "eval_every") # `sentcl train` flags that set a method-config field
+
+def train_request(args:argparse.Namespace) -> tuple:
+    "What `sentcl train` asks for: (method, method-config overrides, `RunOptions`); --model wins over --set model=."
+    from sentcl.train import RunOptions
+    overrides = {k: getattr(args, k) for k in CONFIG_FLAGS if getattr(args, k) is not None}
+    overrides = {**overrides, **parse_sets(args.sets), **({"model": args.model} if args.model else {})}
+    options = RunOptions(out=args.out, preset=args.preset, train_data=args.train_data, data_dir=args.data_dir,
+                         max_steps=args.max_steps, stop_after=args.stop_after, mini_batch_size=args.mini_batch_size,
+                         precision=args.precision, save_every=args.save_every, resume=args.resume,
+                         progress=not args.no_progress)
+    return args.method, overrides, options
+
+# %% ../nbs/11_cli.ipynb #d3f03925
 def run_train(args) -> int:
-    "Train (or show the config of) one method run."
-    import dataclasses, json
-    from sentcl.train import TrainRun, parse_sets, resolve, train
-    run = TrainRun(method=args.method, model=args.model, train_data=args.train_data, out=args.out, data_dir=args.data_dir,
-                   preset=args.preset, epochs=args.epochs, max_steps=args.max_steps, batch_size=args.batch_size,
-                   mini_batch_size=args.mini_batch_size, lr=args.lr, seed=args.seed, save_every=args.save_every,
-                   eval_every=args.eval_every, precision=args.precision, sets=parse_sets(args.sets))
+    "Train one method run, or with --show-config print its resolved config and run options."
+    from sentcl.train import resolve, run_record, train
+    method, overrides, options = train_request(args)
     if args.show_config:
-        _, cfg, sched = resolve(run)
-        print(json.dumps({"method": dataclasses.asdict(cfg), "schedule": dataclasses.asdict(sched)}, indent=2, default=str))
+        config, options = resolve(method, overrides, options)
+        print(json.dumps(run_record(method, config, options), indent=2, default=str))
         return 0
-    from sentcl.data import SAMPLES_DIR
-    from sentcl.eval import sts_dev_score
-    dev_dir = args.data_dir if args.data_dir is not None else (SAMPLES_DIR if args.preset == "cpu-smoke" else None)
-    summary = train(run, dev_eval=lambda enc: sts_dev_score(enc, data_dir=dev_dir), resume=args.resume,
-                    stop_after=args.stop_after, progress=not args.no_progress)
+    summary = train(method, overrides, options)
     print(json.dumps(summary, indent=2))
+    return 0
+
+# %% ../nbs/11_cli.ipynb #b9601e0f
+def add_eval_arguments(p:argparse.ArgumentParser, # the parser (or subparser) to add the options to
+                      ) -> argparse.ArgumentParser:
+    "Add the `sentcl eval` options to `p`."
+    p.add_argument("--model", default="default",
+                   help="'default' (all-MiniLM-L6-v2), 'tiny', a model folder or a hub id")
+    p.add_argument("--tasks", default="sts", help="comma list of tasks (sts12..sickr, agnews.., mr.., mr_fewshot..) "
+                   "or groups: sts, clustering, transfer, fewshot, all")
+    p.add_argument("--data-dir", default=None,
+                   help="a data folder in the sentcl layout (default: $SENTCL_DATA, else the dataset hub)")
+    p.add_argument("--out", default=None, help="write the results JSON here")
+    p.add_argument("--batch-size", type=int, default=64, help="encoding batch size")
+    p.add_argument("--max-length", type=int, default=None,
+                   help="token limit for STS and transfer (clustering uses 64, as PairSupCon)")
+    p.add_argument("--no-cache", action="store_true", help="do not read or write the embedding cache")
+    p.add_argument("--kfold", type=int, default=10,
+                   help="folds for the transfer protocols (SentEval: 10 in its test mode, 5 for prototyping)")
+    p.add_argument("--pair-features", choices=("senteval", "full"), default="senteval",
+                   help="MRPC pair features: [|u-v|; u*v] (SentEval) or [u; v; |u-v|; u*v]")
+    return p
+
+# %% ../nbs/11_cli.ipynb #eee77ebe
+def run_eval(args:argparse.Namespace, # parsed `sentcl eval` options
+            ) -> int:
+    "Run `sentcl eval`: print the table, write the JSON (after every task) with --out; 0, or 2 with one error line."
+    from sentcl.eval import evaluate, format_table  # here, not at the top: building the parser loads no evaluation code
+    save = (lambda doc: write_json(args.out, doc)) if args.out else None
+    try:
+        res = evaluate(args.model, args.tasks, data_dir=args.data_dir, batch_size=args.batch_size,
+                       max_length=args.max_length, cache=not args.no_cache, pair_kind=args.pair_features,
+                       kfold=args.kfold, on_task=save)
+    except (SentclError, ValueError) as e:  # bad input: data, model, arguments
+        print(f"sentcl eval: error: {e}", file=sys.stderr)
+        return 2
+    print(format_table(res))
     return 0
 
 # %% ../nbs/11_cli.ipynb #a933d62c
@@ -108,11 +168,11 @@ def loss_curve(metrics_path, path=None):
 
 def run_demo(args) -> int:
     "Train PairSupCon briefly from `default` on the bundled samples and print a before/after table."
-    from sentcl.train import TrainRun, train
+    from sentcl.train import RunOptions, train
     out = Path(args.out)
     before = _demo_scores(args.model)
-    summary = train(TrainRun(method="pairsupcon", model=args.model, preset="cpu-smoke", out=str(out), max_steps=args.steps),
-                    progress=not args.no_progress)
+    options = RunOptions(preset="cpu-smoke", out=str(out), max_steps=args.steps, progress=not args.no_progress)
+    summary = train("pairsupcon", {"model": args.model}, options)
     after = _demo_scores(out/"model")
     fig = loss_curve(out/"metrics.jsonl", out/"loss_curve.png")
     rows = [f"{'':28s}{'before':>9s}{'after':>9s}"] + [f"{k:28s}{before[k]:9.2f}{after[k]:9.2f}" for k in before]
@@ -132,7 +192,6 @@ def build_parser() -> argparse.ArgumentParser:
     add_encode_arguments(p); p.set_defaults(run=run_encode)
     p = sub.add_parser("train", help="train a method (PairSupCon, SupCon, SNCSE, DeCLUTR, SBERT, SimCSE)")
     add_train_arguments(p); p.set_defaults(run=run_train)
-    from sentcl.eval import add_eval_arguments, run_eval
     p = sub.add_parser("eval", help="evaluate a model on STS, clustering, transfer and few-shot tasks")
     add_eval_arguments(p); p.set_defaults(run=run_eval)
     p = sub.add_parser("demo", help="the main job: a short PairSupCon run from 'default', evaluated before and after")

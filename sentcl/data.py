@@ -21,10 +21,10 @@ import sentcl
 from .core import SentclError, exists
 
 # %% auto #0
-__all__ = ['log', 'LABELS', 'SAMPLES_DIR', 'STS_TASKS', 'CLUSTERING_SETS', 'TRANSFER_SETS', 'UNVERIFIED', 'HUB', 'CORPUS_KINDS',
-           'data_root', 'read_tsv', 'HubSource', 'hub_frame', 'normalize_label', 'load_nli', 'nli_triplets',
-           'load_nli_triplets', 'load_sts', 'load_clustering', 'load_transfer', 'read_lines', 'load_sentences',
-           'split_wikitext_articles', 'read_document', 'load_documents', 'load_corpus']
+__all__ = ['log', 'LABELS', 'SAMPLES_DIR', 'STS_TASKS', 'CLUSTERING_SETS', 'TRANSFER_SETS', 'UNVERIFIED', 'HUB', 'DEFAULT_CORPUS',
+           'CORPUS_KINDS', 'data_root', 'read_tsv', 'HubSource', 'hub_frame', 'normalize_label', 'load_nli',
+           'nli_triplets', 'load_nli_triplets', 'load_sts', 'load_clustering', 'load_transfer', 'read_lines',
+           'load_sentences', 'split_wikitext_articles', 'read_document', 'load_documents', 'load_corpus']
 
 # %% ../nbs/02_data.ipynb #ea4cd49e
 log = logging.getLogger(__name__)
@@ -395,7 +395,8 @@ def load_documents(data_dir=None,
     return [d for d in docs if d]
 
 # %% ../nbs/02_data.ipynb #6bfe892c
-CORPUS_KINDS = ("nli", "sentences", "documents")
+DEFAULT_CORPUS = {"nli": "snli", "sentences": "wiki1m", "documents": "documents"} # what each kind of view reads by default
+CORPUS_KINDS = tuple(DEFAULT_CORPUS)
 
 def _hub_corpus(spec: str, kind: str) -> pd.DataFrame:
     "A corpus from an arbitrary hub id `owner/name[@revision][:split]`."
@@ -407,31 +408,37 @@ def _hub_corpus(spec: str, kind: str) -> pd.DataFrame:
 def _column(df: pd.DataFrame, spec: str) -> list[str]:
     "The text column (`text` or `sentence`) of a table as non-empty strings."
     col = next((c for c in ("text", "sentence") if c in df), None)
-    if col is None: raise SentclError(f"{spec}: no 'text' or 'sentence' column (has {list(df.columns)}); rename the column")
+    if col is None:
+        raise SentclError(f"{spec}: no 'text' or 'sentence' column (has {list(df.columns)}); rename the column")
     return [s.strip() for s in df[col].astype(str) if s.strip()]
 
 # %% ../nbs/02_data.ipynb #fc53109e
-def load_corpus(spec: str, # corpus name[:split], file/folder path, or hub id owner/name[@rev][:split]
+def _corpus_file(p: Path, kind: str):
+    "A corpus read from a local file (or, for documents, a folder of them)."
+    if kind == "documents":
+        files = _text_files(p, "*") if p.is_dir() else [p]
+        if not files: raise SentclError(f"{p}: no .txt/.txt.gz documents in this folder")
+        return [d for d in map(read_document, files) if d]
+    if p.is_dir():
+        raise SentclError(f"{p} is a folder; a {kind} corpus must be a .tsv/.txt file (or a name with --data-dir)")
+    if kind == "nli": return _nli_labels(read_tsv(p, ("premise", "hypothesis", "label")))
+    if ".tsv" in p.suffixes: return _column(read_tsv(p), str(p))
+    return read_lines(p)
+
+def load_corpus(spec: str|None, # corpus name[:split], file/folder path, hub id owner/name[@rev][:split]; None: DEFAULT_CORPUS
                 kind: str, # "nli" | "sentences" | "documents"
                 data_dir=None):
     "Resolve a `--train-data` spec: NLI DataFrame, or list of sentences or documents."
     if kind not in CORPUS_KINDS: raise ValueError(f"kind {kind!r} is not one of {CORPUS_KINDS}")
+    spec = DEFAULT_CORPUS[kind] if spec is None else spec
     p = Path(spec).expanduser()
-    if p.exists():
-        if kind == "documents":
-            files = _text_files(p, "*") if p.is_dir() else [p]
-            if not files: raise SentclError(f"{p}: no .txt/.txt.gz documents in this folder")
-            return [d for d in map(read_document, files) if d]
-        if p.is_dir(): raise SentclError(f"{p} is a folder; a {kind} corpus must be a .tsv/.txt file (or a name with --data-dir)")
-        if kind == "nli": return _nli_labels(read_tsv(p, ("premise", "hypothesis", "label")))
-        if ".tsv" in p.suffixes: return _column(read_tsv(p), str(p))
-        return read_lines(p)
+    if p.exists(): return _corpus_file(p, kind)
     if spec.endswith((".tsv", ".txt", ".gz")) or spec.startswith((".", "~")) or os.sep + os.sep in spec:
         raise SentclError(f"training data file {spec} does not exist; check the path")
     name, _, split = spec.partition(":")
-    if "/" in name: df = _hub_corpus(spec, kind)
-    elif kind == "nli": return load_nli(name, split or "train", data_dir)
-    elif kind == "sentences": return load_sentences(name, data_dir)
-    else: return load_documents(data_dir, names=None if name == "documents" else [name])
-    if kind == "nli": return _nli_labels(df)
-    return _column(df, spec)  # sentences: one per row; documents: one per row
+    if "/" in name:
+        df = _hub_corpus(spec, kind)
+        return _nli_labels(df) if kind == "nli" else _column(df, spec)  # sentences or documents: one per row
+    if kind == "nli": return load_nli(name, split or "train", data_dir)
+    if kind == "sentences": return load_sentences(name, data_dir)
+    return load_documents(data_dir, names=None if name == "documents" else [name])

@@ -5,8 +5,6 @@
 # %% ../nbs/09_eval.ipynb #a1583fbf
 from __future__ import annotations
 
-import argparse
-import contextlib
 import datetime as _dt
 import sys
 from pathlib import Path
@@ -15,27 +13,55 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 from scipy.stats import spearmanr
 
-from .core import SentclError, atomic_write, cache_dir, default, exists, git_commit, package_versions, text_hash, write_json
+from .core import SentclError, default, git_commit, package_versions
+from .data import CLUSTERING_SETS, STS_TASKS, TRANSFER_SETS, load_clustering, load_sts
+from .evalcore import as_encoder, cosine_rows, embed_unique, load_task_data, remap_labels
+from .senteval import eval_fewshot, eval_transfer
 
 # %% auto #0
-__all__ = ['STS_TASKS', 'STS_SUBSET_TASKS', 'CLUSTERING_TASKS', 'TRANSFER_TASKS', 'FEWSHOT_TASKS', 'TASK_GROUPS',
-           'STS_AGGREGATION_BY_PAPER', 'CLUSTERING_MAX_LENGTH', 'L2_GRID', 'SENTEVAL_SEED', 'FEWSHOT_SHOTS',
-           'FEWSHOT_SEEDS', 'RESULTS_SCHEMA', 'TASK_FIELDS', 'task_kind', 'resolve_tasks', 'dedupe', 'check_finite',
-           'embedding_cache_path', 'embed_unique', 'as_encoder', 'load_task_data', 'spearman100', 'cosine_rows',
-           'sts_correlations', 'eval_sts', 'sts_dev_score', 'remap_labels', 'cluster_accuracy', 'kmeans_scores',
-           'eval_clustering', 'pair_features', 'fit_logistic', 'select_l2', 'kfold_accuracy', 'inner_kfold_accuracy',
-           'split_accuracy', 'sample_per_class', 'fewshot_accuracy', 'transfer_arrays', 'eval_transfer', 'eval_fewshot',
-           'averages', 'evaluate', 'format_table', 'add_eval_arguments', 'run_eval']
+__all__ = ['STS_SUBSET_TASKS', 'FEWSHOT_TASKS', 'TASK_GROUPS', 'STS_AGGREGATION_BY_PAPER', 'CLUSTERING_MAX_LENGTH',
+           'RESULTS_SCHEMA', 'TASK_FIELDS', 'task_kind', 'resolve_tasks', 'spearman100', 'sts_correlations', 'eval_sts',
+           'sts_dev_score', 'cluster_accuracy', 'kmeans_scores', 'eval_clustering', 'run_settings', 'results_document',
+           'averages', 'evaluate_task', 'evaluate', 'format_table']
 
 # %% ../nbs/09_eval.ipynb #b6942edb
-STS_TASKS = ("sts12", "sts13", "sts14", "sts15", "sts16", "stsb", "sickr")
-STS_SUBSET_TASKS = ("sts12", "sts13", "sts14", "sts15", "sts16")  # scored per source sub-file
-CLUSTERING_TASKS = ("agnews", "searchsnippets", "stackoverflow", "biomedical", "tweet",
-                    "googlenews_ts", "googlenews_t", "googlenews_s")
-TRANSFER_TASKS = ("mr", "cr", "subj", "mpqa", "sst2", "trec", "mrpc")
-FEWSHOT_TASKS = tuple(f"{t}_fewshot" for t in TRANSFER_TASKS)
-TASK_GROUPS = {"sts": STS_TASKS, "transfer": TRANSFER_TASKS, "fewshot": FEWSHOT_TASKS, "clustering": CLUSTERING_TASKS}  # `all` runs in this order: slowest (KMeans) last
+STS_SUBSET_TASKS = STS_TASKS[:5]  # STS12-16: scored per source sub-file
+FEWSHOT_TASKS = tuple(f"{t}_fewshot" for t in TRANSFER_SETS)
+TASK_GROUPS = {"sts": STS_TASKS, "transfer": TRANSFER_SETS, "fewshot": FEWSHOT_TASKS,
+               "clustering": CLUSTERING_SETS}  # `all` runs in this order: slowest (KMeans) last
 
+# %% ../nbs/09_eval.ipynb #e25a8b9b
+def task_kind(name:str, # a task name
+             ) -> str:
+    "'sts', 'clustering', 'transfer' or 'fewshot' for a task name; clustering for any other name."
+    for kind, names in TASK_GROUPS.items():
+        if name in names: return kind
+    return "clustering"  # a clustering set by folder name, e.g. a bundled sample (checked when loaded)
+
+# %% ../nbs/09_eval.ipynb #8c6be665
+def resolve_tasks(spec, # comma list (or list) of task names and groups
+                 ) -> list[str]:
+    "Expand task names and groups (`sts`, `clustering`, `transfer`, `fewshot`, `all`) in order, without repeats."
+    items = [s.strip().lower() for s in (spec.split(",") if isinstance(spec, str) else spec) if s.strip()]
+    if not items:
+        raise SentclError("no evaluation task given: pass --tasks with names or groups (sts, clustering, transfer, "
+                          "fewshot, all)")
+    out = []
+    for it in items:
+        names = [n for g in TASK_GROUPS.values() for n in g] if it == "all" else TASK_GROUPS.get(it, (it,))
+        out += [n for n in names if n not in out]
+    return out
+
+# %% ../nbs/09_eval.ipynb #ba2deb8a
+def spearman100(x, y, # two sequences of the same length, at least 2
+               ) -> float:
+    "Spearman correlation of `x` and `y`, ×100."
+    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    if len(x) != len(y) or len(x) < 2:
+        raise ValueError(f"spearman100 needs two equal-length sequences of 2+ values, got {len(x)} and {len(y)}")
+    return float(spearmanr(x, y).statistic * 100)
+
+# %% ../nbs/09_eval.ipynb #87a88fdb
 # Which STS12-16 aggregate each paper reports (METHODS.md §6.3).
 STS_AGGREGATION_BY_PAPER = {
     "all": "SimCSE, PairSupCon, SNCSE: one Spearman over the concatenated sub-files",
@@ -43,101 +69,11 @@ STS_AGGREGATION_BY_PAPER = {
     "wmean": "SentEval, Liao: mean of the per-sub-file Spearmans weighted by sub-file size",
 }
 
-# %% ../nbs/09_eval.ipynb #8c6be665
-def task_kind(name: str) -> str:
-    "'sts', 'clustering', 'transfer' or 'fewshot' for a task name; clustering for any other name."
-    for kind, names in TASK_GROUPS.items():
-        if name in names: return kind
-    return "clustering"  # a clustering set by folder name, e.g. a bundled sample (checked when loaded)
-
-def resolve_tasks(spec) -> list[str]:
-    "Expand a comma list (or list) of task names and groups (`sts`, `clustering`, `transfer`, `fewshot`, `all`) in order, without repeats."
-    items = [s.strip().lower() for s in (spec.split(",") if isinstance(spec, str) else spec) if s.strip()]
-    if not items: raise SentclError("no evaluation task given: pass --tasks with names or groups (sts, clustering, transfer, fewshot, all)")
-    out = []
-    for it in items:
-        names = [n for g in TASK_GROUPS.values() for n in g] if it == "all" else TASK_GROUPS.get(it, (it,))
-        out += [n for n in names if n not in out]
-    return out
-
-# %% ../nbs/09_eval.ipynb #2e04ac02
-def dedupe(sentences) -> tuple[list[str], np.ndarray]:
-    "The distinct sentences in first-seen order, and each input's row among them."
-    index = {}
-    rows = np.fromiter((index.setdefault(s, len(index)) for s in sentences), dtype=np.int64)
-    return list(index), rows
-
-# %% ../nbs/09_eval.ipynb #4fb602fd
-def check_finite(embeddings: np.ndarray, task: str) -> np.ndarray:
-    "Raise a one-line error naming `task` when any embedding holds NaN or inf."
-    bad = ~np.isfinite(embeddings).all(axis=1)
-    if bad.any():
-        raise SentclError(f"{task}: the model produced NaN or infinite embeddings for {int(bad.sum())} of {len(bad)} "
-                          f"sentences; check the checkpoint (a diverged run?) or evaluate in float32")
-    return embeddings
-
-# %% ../nbs/09_eval.ipynb #0e2a8f4b
-def embedding_cache_path(encoder, sentences, settings) -> Path:
-    "Where the embeddings of `sentences` by `encoder` under `settings` are cached."
-    fp = encoder.fingerprint(settings)
-    return cache_dir("embeddings", fp[:16]) / f"{text_hash(sentences, extra=fp)}.npy"
-
-def embed_unique(encoder, sentences, task: str = "", batch_size: int = 64, max_length: int | None = None,
-                 cache: bool = True) -> tuple[np.ndarray, np.ndarray]:
-    "Raw (unnormalised) embeddings of the distinct `sentences` (n_unique, dim) and each input's row in them (n,)."
-    uniq, rows = dedupe(sentences)
-    settings = encoder.settings.replace(normalize=False, max_length=default(max_length, encoder.settings.max_length))
-    path = embedding_cache_path(encoder, uniq, settings) if cache else None
-    if cache and path.exists():
-        try: emb = np.load(path)
-        except (OSError, ValueError): emb = None  # unreadable entry: encode again and overwrite it
-        if emb is not None and emb.shape[0] == len(uniq): return check_finite(emb, task), rows
-    emb = np.asarray(encoder.encode(uniq, batch_size=batch_size, settings=settings), dtype=np.float32)  # (n_unique, dim)
-    check_finite(emb, task)
-    if cache:
-        with atomic_write(path, "wb") as f: np.save(f, emb)
-    return emb, rows
-
-# %% ../nbs/09_eval.ipynb #f779835e
-def as_encoder(model, max_length: int | None = None):
-    "A `SentenceEncoder` from an encoder or a model spec ('default', 'tiny', a folder or a hub id), at `max_length` if given."
-    from sentcl.encoders import SentenceEncoder
-    if isinstance(model, SentenceEncoder): return model.with_settings(max_length=max_length) if exists(max_length) else model
-    try: return SentenceEncoder(str(model), max_length=max_length)
-    except SentclError: raise
-    except Exception as e:
-        msg = str(e).strip().splitlines()[0] if str(e).strip() else ""
-        raise SentclError(f"could not load model {str(model)!r} ({type(e).__name__}: {msg[:200]}); give 'default', 'tiny', "
-                          f"a sentence-transformers or Hugging Face folder, or a hub id with network access") from None
-
-# %% ../nbs/09_eval.ipynb #2b12ef39
-def load_task_data(task: str, loader: str, /, **kwargs):
-    "Call `sentcl.data.<loader>(**kwargs)`; a missing dataset becomes one error line naming `task` and how to provide it."
-    import sentcl.data
-    try: return getattr(sentcl.data, loader)(**kwargs)
-    except (SentclError, FileNotFoundError, OSError, ValueError) as e:
-        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        how = "" if "--data-dir" in msg else ("; pass --data-dir DIR (a folder in the sentcl data layout, see sentcl.data), "
-                                               "set SENTCL_DATA, or run online for the dataset hub")
-        raise SentclError(f"task {task}: {msg}{how}") from None
-
-# %% ../nbs/09_eval.ipynb #ba2deb8a
-def spearman100(x, y) -> float:
-    "Spearman correlation of `x` and `y`, ×100."
-    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
-    if len(x) != len(y) or len(x) < 2: raise ValueError(f"spearman100 needs two equal-length sequences of 2+ values, got {len(x)} and {len(y)}")
-    return float(spearmanr(x, y).statistic * 100)
-
-def cosine_rows(u: np.ndarray, v: np.ndarray, eps: float = 1e-8) -> np.ndarray:
-    "Cosine similarity of each row of `u` with the same row of `v`, shape (n,)."
-    u, v = np.asarray(u, dtype=np.float64), np.asarray(v, dtype=np.float64)   # (n, dim)
-    nu = np.maximum(np.linalg.norm(u, axis=1), eps)
-    nv = np.maximum(np.linalg.norm(v, axis=1), eps)
-    return (u * v).sum(1) / (nu * nv)
-
-# %% ../nbs/09_eval.ipynb #87a88fdb
-def sts_correlations(similarity, gold, sources) -> dict:
-    "Spearman ×100 over all pairs ('all'), per source sub-file, and the plain ('mean') and size-weighted ('wmean') means of the sub-files."
+# %% ../nbs/09_eval.ipynb #31e63565
+def sts_correlations(similarity, gold, # (n,) model similarities and gold scores
+                     sources, # (n,) the sub-file of each pair
+                    ) -> dict:
+    "Spearman ×100 over all pairs ('all'), per sub-file, and the plain ('mean') and size-weighted ('wmean') means."
     similarity, gold, sources = np.asarray(similarity), np.asarray(gold, dtype=np.float64), np.asarray(sources)
     subsets = {}
     for s in dict.fromkeys(sources.tolist()):  # sub-files in file order
@@ -149,41 +85,50 @@ def sts_correlations(similarity, gold, sources) -> dict:
             "wmean": round(float((rhos * sizes).sum() / sizes.sum()), 2), "n": int(len(gold)), "subsets": subsets}
 
 # %% ../nbs/09_eval.ipynb #06b2d448
-def eval_sts(encoder, task: str, split: str = "test", data_dir=None, batch_size: int = 64, cache: bool = True) -> dict:
+def eval_sts(encoder, # a `SentenceEncoder` (see `embed_unique`)
+             task:str, # one of STS_TASKS, or an `sts/<task>` folder of the data directory
+             split:str="test", # split of STS-B and SICK-R; STS12-16 have only test
+             data_dir=None, # data folder in sentcl's layout (default: $SENTCL_DATA, else the hub)
+             batch_size:int=64, # encoding batch size
+             cache:bool=True, # read and write the embedding cache
+            ) -> dict:
     "Cosine-Spearman ×100 of one STS task: 'all'/'mean'/'wmean' and sub-files for STS12-16, one 'spearman' otherwise."
-    df = load_task_data(task, "load_sts", task=task, split=split, data_dir=data_dir)
+    df = load_task_data(task, load_sts, task=task, split=split, data_dir=data_dir)
     n = len(df)
-    emb, rows = embed_unique(encoder, list(df["sentence1"]) + list(df["sentence2"]), task=task, batch_size=batch_size, cache=cache)
+    emb, rows = embed_unique(encoder, list(df["sentence1"]) + list(df["sentence2"]), task=task, batch_size=batch_size,
+                             cache=cache)
     similarity = cosine_rows(emb[rows[:n]], emb[rows[n:]])  # (n,)
     if task in STS_SUBSET_TASKS: return {**sts_correlations(similarity, df["score"], df["source"]), "split": split}
     return {"spearman": round(spearman100(similarity, df["score"]), 2), "n": n, "split": split}
 
-def sts_dev_score(encoder, data_dir=None, batch_size: int = 64, cache: bool = False) -> float:
-    "STS-B dev cosine Spearman ×100, the model-selection score of SimCSE and SNCSE (not cached by default: weights change during training)."
+# %% ../nbs/09_eval.ipynb #586f80b6
+def sts_dev_score(encoder, data_dir=None, batch_size:int=64,
+                  cache:bool=False, # off by default: during training the weights change between calls
+                 ) -> float:
+    "STS-B dev cosine Spearman ×100, the model-selection score of SimCSE and SNCSE."
     return eval_sts(encoder, "stsb", split="dev", data_dir=data_dir, batch_size=batch_size, cache=cache)["spearman"]
 
-# %% ../nbs/09_eval.ipynb #89cd3e1d
-def remap_labels(labels) -> tuple[np.ndarray, list]:
-    "Integer codes 0..K-1 for any hashable labels (sorted when sortable, else first-seen order), and the original labels."
-    labels = list(labels)
-    try: classes = sorted(set(labels))
-    except TypeError: classes = list(dict.fromkeys(labels))
-    index = {c: i for i, c in enumerate(classes)}
-    return np.array([index[x] for x in labels], dtype=np.int64), classes
-
-def cluster_accuracy(y_true, y_pred) -> float:
+# %% ../nbs/09_eval.ipynb #0fec3574
+def cluster_accuracy(y_true, # gold labels (any hashable)
+                     y_pred, # cluster ids (any hashable)
+                    ) -> float:
     "Fraction of examples whose cluster maps to their class under the best one-to-one cluster→class assignment."
     t, _ = remap_labels(y_true)
     p, _ = remap_labels(y_pred)
     if len(t) != len(p) or len(t) == 0:
-        raise ValueError(f"cluster_accuracy needs y_true and y_pred of the same non-zero length, got {len(t)} and {len(p)}")
+        raise ValueError(f"cluster_accuracy needs y_true and y_pred of the same non-zero length, got {len(t)} "
+                         f"and {len(p)}")
     counts = np.zeros((p.max() + 1, t.max() + 1), dtype=np.int64)  # (clusters, classes)
     np.add.at(counts, (p, t), 1)
     rows, cols = linear_sum_assignment(-counts)
     return float(counts[rows, cols].sum() / len(t))
 
 # %% ../nbs/09_eval.ipynb #fb80e395
-def kmeans_scores(embeddings: np.ndarray, labels, seeds=range(10), n_init: int = 10) -> dict:
+def kmeans_scores(embeddings:np.ndarray, # (n, dim)
+                  labels, # (n,) gold labels, any hashable
+                  seeds=range(10), # one KMeans run per seed
+                  n_init:int=10, # k-means++ starts per run (scikit-learn 0.23's default)
+                 ) -> dict:
     "KMeans with K = number of classes for each seed: accuracy and NMI ×100, mean and std over seeds."
     from sklearn.cluster import KMeans
     from sklearn.metrics import normalized_mutual_info_score
@@ -195,154 +140,33 @@ def kmeans_scores(embeddings: np.ndarray, labels, seeds=range(10), n_init: int =
         nmi.append(100 * normalized_mutual_info_score(y, pred))
     std = lambda x: float(np.std(x, ddof=1)) if len(x) > 1 else 0.0
     return {"acc_mean": round(float(np.mean(acc)), 2), "acc_std": round(std(acc), 2),
-            "nmi_mean": round(float(np.mean(nmi)), 2), "nmi_std": round(std(nmi), 2),
-            "k": len(classes), "n": len(y), "seeds": list(seeds), "acc": [round(a, 2) for a in acc], "nmi": [round(v, 2) for v in nmi]}
+            "nmi_mean": round(float(np.mean(nmi)), 2), "nmi_std": round(std(nmi), 2), "k": len(classes), "n": len(y),
+            "seeds": list(seeds), "acc": [round(a, 2) for a in acc], "nmi": [round(v, 2) for v in nmi]}
 
 # %% ../nbs/09_eval.ipynb #39b2dcc2
 CLUSTERING_MAX_LENGTH = 64  # PairSupCon DownstreamEval: max_length 64, mean pooling, no normalisation
 
-def eval_clustering(encoder, name: str, data_dir=None, batch_size: int = 64, cache: bool = True,
-                    seeds=range(10), n_init: int = 10, max_length: int = CLUSTERING_MAX_LENGTH) -> dict:
+def eval_clustering(encoder, # a `SentenceEncoder` (see `embed_unique`)
+                    name:str, # one of CLUSTERING_SETS, or a `clustering/<name>` folder of the data directory
+                    data_dir=None, batch_size:int=64, cache:bool=True, # as in `eval_sts`
+                    seeds=range(10), n_init:int=10, # as in `kmeans_scores`
+                    max_length:int=CLUSTERING_MAX_LENGTH, # token limit
+                   ) -> dict:
     "PairSupCon's clustering protocol on one short-text set: raw pooled embeddings (max length 64), KMeans over seeds."
-    df = load_task_data(name, "load_clustering", name=name, data_dir=data_dir)
-    emb, rows = embed_unique(encoder, list(df["text"]), task=name, batch_size=batch_size, max_length=max_length, cache=cache)
+    df = load_task_data(name, load_clustering, name=name, data_dir=data_dir)
+    emb, rows = embed_unique(encoder, list(df["text"]), task=name, batch_size=batch_size, max_length=max_length,
+                             cache=cache)
     return kmeans_scores(emb[rows], df["label"].tolist(), seeds=seeds, n_init=n_init)
-
-# %% ../nbs/09_eval.ipynb #c640825f
-L2_GRID = (1e-5, 1e-4, 1e-3, 1e-2)  # SentEval's weight-decay grid, 10^-5..10^-2
-SENTEVAL_SEED = 1111
-
-def pair_features(u: np.ndarray, v: np.ndarray, kind: str = "senteval") -> np.ndarray:
-    "Pair features: SentEval's [|u-v|; u*v] ('senteval') or [u; v; |u-v|; u*v] ('full')."
-    if kind == "senteval": return np.concatenate([np.abs(u - v), u * v], axis=1)      # (n, 2*dim)
-    if kind == "full": return np.concatenate([u, v, np.abs(u - v), u * v], axis=1)    # (n, 4*dim)
-    raise ValueError(f"pair_features kind must be 'senteval' or 'full', got {kind!r}")
-
-def fit_logistic(X, y, l2: float, seed: int = SENTEVAL_SEED):
-    "A fitted multinomial logistic regression whose L2 penalty equals weight decay `l2` on the mean loss."
-    from sklearn.linear_model import LogisticRegression
-    clf = LogisticRegression(C=1.0 / (l2 * len(y)), max_iter=2000, random_state=seed)
-    with _quiet_convergence(): return clf.fit(X, y)
-
-@contextlib.contextmanager
-def _quiet_convergence():
-    import warnings
-    from sklearn.exceptions import ConvergenceWarning
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        yield
-
-# %% ../nbs/09_eval.ipynb #1894c3ce
-def select_l2(X, y, k: int = 10, seed: int = SENTEVAL_SEED, grid=L2_GRID) -> tuple[float, float]:
-    "SentEval's k-fold choice of weight decay: the first grid value with the best mean fold accuracy (×100, 2 decimals)."
-    from sklearn.model_selection import StratifiedKFold
-    folds = list(StratifiedKFold(n_splits=k, shuffle=True, random_state=seed).split(X, y))
-    scores = [round(100 * float(np.mean([fit_logistic(X[a], y[a], l2, seed).score(X[b], y[b]) for a, b in folds])), 2)
-              for l2 in grid]
-    best = int(np.argmax(scores))
-    return grid[best], scores[best]
-
-def kfold_accuracy(X, y, Xtest, ytest, k: int = 10, seed: int = SENTEVAL_SEED) -> dict:
-    "SentEval's KFoldClassifier (TREC, MRPC): choose weight decay by k-fold CV on train, refit on train, test accuracy ×100."
-    l2, dev = select_l2(X, y, k, seed)
-    clf = fit_logistic(X, y, l2, seed)
-    return {"acc": round(100 * clf.score(Xtest, ytest), 2), "devacc": dev, "l2": l2, "n_train": len(y), "n_test": len(ytest),
-            "_pred": clf.predict(Xtest)}
-
-def inner_kfold_accuracy(X, y, k: int = 10, seed: int = SENTEVAL_SEED) -> dict:
-    "SentEval's InnerKFoldClassifier (MR, CR, SUBJ, MPQA): k outer folds, weight decay chosen by k inner folds, mean test accuracy ×100."
-    from sklearn.model_selection import StratifiedKFold
-    tests, devs = [], []
-    for a, b in StratifiedKFold(n_splits=k, shuffle=True, random_state=seed).split(X, y):
-        l2, dev = select_l2(X[a], y[a], k, seed)
-        tests.append(round(100 * fit_logistic(X[a], y[a], l2, seed).score(X[b], y[b]), 2))
-        devs.append(dev)
-    return {"acc": round(float(np.mean(tests)), 2), "devacc": round(float(np.mean(devs)), 2), "n": len(y)}
-
-def split_accuracy(X, y, Xdev, ydev, Xtest, ytest, seed: int = SENTEVAL_SEED) -> dict:
-    "SentEval's SplitClassifier (SST2): weight decay chosen on dev, trained on train, test accuracy ×100."
-    scores = [round(100 * fit_logistic(X, y, l2, seed).score(Xdev, ydev), 2) for l2 in L2_GRID]
-    best = int(np.argmax(scores))
-    clf = fit_logistic(X, y, L2_GRID[best], seed)
-    return {"acc": round(100 * clf.score(Xtest, ytest), 2), "devacc": scores[best], "l2": L2_GRID[best],
-            "n_train": len(y), "n_dev": len(ydev), "n_test": len(ytest)}
-
-# %% ../nbs/09_eval.ipynb #5934ff83
-FEWSHOT_SHOTS, FEWSHOT_SEEDS = 16, (0, 1, 2, 3, 4)
-
-def sample_per_class(y, shots: int, rng: np.random.Generator) -> np.ndarray:
-    "Indices of `shots` examples of every class of `y`, drawn without replacement, in sorted order."
-    y = np.asarray(y)
-    picks = []
-    for c in np.unique(y):
-        idx = np.flatnonzero(y == c)
-        if len(idx) < shots: raise ValueError(f"class {c!r} has {len(idx)} examples, fewer than the {shots} shots asked for")
-        picks.append(rng.choice(idx, size=shots, replace=False))
-    return np.sort(np.concatenate(picks))
-
-def fewshot_accuracy(X, y, Xtest=None, ytest=None, shots: int = FEWSHOT_SHOTS, seeds=FEWSHOT_SEEDS) -> dict:
-    "Accuracy ×100 of a logistic regression trained on `shots` examples per class, mean and std over seeded sample sets."
-    accs = []
-    for seed in seeds:
-        pick = sample_per_class(y, shots, np.random.default_rng(seed))
-        if Xtest is None:
-            rest = np.setdiff1d(np.arange(len(y)), pick)
-            Xt, yt = X[rest], y[rest]
-        else: Xt, yt = Xtest, ytest
-        l2, _ = select_l2(X[pick], y[pick], k=min(4, shots))
-        accs.append(100 * fit_logistic(X[pick], y[pick], l2).score(Xt, yt))
-    return {"acc_mean": round(float(np.mean(accs)), 2), "acc_std": round(float(np.std(accs, ddof=1)) if len(accs) > 1 else 0.0, 2),
-            "acc": [round(a, 2) for a in accs], "shots": shots, "seeds": list(seeds)}
-
-# %% ../nbs/09_eval.ipynb #28c82b9a
-def transfer_arrays(encoder, name: str, data_dir=None, batch_size: int = 64, cache: bool = True,
-                    pair_kind: str = "senteval") -> dict:
-    "Features and 0..K-1 labels of a transfer task per split ('all' for MR/CR/SUBJ/MPQA, else train/[dev/]test)."
-    splits = {"sst2": ("train", "dev", "test"), "trec": ("train", "test"), "mrpc": ("train", "test")}.get(name, (None,))
-    frames = {s or "all": load_task_data(name, "load_transfer", name=name, split=s, data_dir=data_dir) for s in splits}
-    cols = ("sentence1", "sentence2") if name == "mrpc" else ("text",)
-    texts = [t for df in frames.values() for c in cols for t in df[c].tolist()]
-    emb, rows = embed_unique(encoder, texts, task=name, batch_size=batch_size, cache=cache)
-    codes, _ = remap_labels([l for df in frames.values() for l in df["label"].tolist()])
-    out, at, lab = {}, 0, 0
-    for split, df in frames.items():
-        n = len(df)
-        if name == "mrpc":
-            u, v = emb[rows[at:at + n]], emb[rows[at + n:at + 2 * n]]
-            X, at = pair_features(u, v, pair_kind), at + 2 * n
-        else: X, at = emb[rows[at:at + n]], at + n
-        out[split], lab = (X, codes[lab:lab + n]), lab + n
-    return out
-
-# %% ../nbs/09_eval.ipynb #1ccce61b
-def eval_transfer(encoder, name: str, data_dir=None, batch_size: int = 64, cache: bool = True, k: int = 10,
-                  pair_kind: str = "senteval") -> dict:
-    "SentEval transfer accuracy ×100 for one task with the task's own protocol (see the table above)."
-    arrays = transfer_arrays(encoder, name, data_dir, batch_size, cache, pair_kind)
-    if "all" in arrays: return {**inner_kfold_accuracy(*arrays["all"], k=k), "protocol": f"inner {k}-fold"}
-    if "dev" in arrays: return {**split_accuracy(*arrays["train"], *arrays["dev"], *arrays["test"]), "protocol": "train/dev/test split"}
-    r = kfold_accuracy(*arrays["train"], *arrays["test"], k=k)
-    pred = r.pop("_pred")
-    if name == "mrpc":
-        from sklearn.metrics import f1_score
-        r["f1"] = round(100 * f1_score(arrays["test"][1], pred), 2)
-    return {**r, "protocol": f"{k}-fold on train, then test"}
-
-def eval_fewshot(encoder, name: str, data_dir=None, batch_size: int = 64, cache: bool = True,
-                 shots: int = FEWSHOT_SHOTS, seeds=FEWSHOT_SEEDS, pair_kind: str = "senteval") -> dict:
-    "Few-shot accuracy ×100 (mean, std over seeded sample sets) for a transfer task; `name` may end in '_fewshot'."
-    base = name.removesuffix("_fewshot")
-    arrays = transfer_arrays(encoder, base, data_dir, batch_size, cache, pair_kind)
-    if "all" in arrays: return fewshot_accuracy(*arrays["all"], shots=shots, seeds=seeds)
-    return fewshot_accuracy(*arrays["train"], *arrays["test"], shots=shots, seeds=seeds)
 
 # %% ../nbs/09_eval.ipynb #5410df49
 RESULTS_SCHEMA = {
-    "model": "the model evaluated: the spec given ('default', 'tiny', a folder, a hub id) or the encoder's name_or_path",
+    "model": "the model evaluated: the spec given ('default', 'tiny', a folder, a hub id) or the encoder's "
+             "name_or_path",
     "created": "ISO-8601 UTC time of the run",
     "versions": "installed versions of the packages that decide the numbers (sentcl.core.package_versions)",
     "git": "sentcl's git commit ('-dirty' when modified), null outside a checkout",
-    "settings": "batch_size, max_length, cache, data_dir, pooling, template, pair_features, clustering_max_length, kfold",
+    "settings": "batch_size, max_length, cache, data_dir, pooling, template, pair_features, clustering_max_length, "
+                "kfold",
     "tasks": "one entry per task name; its fields depend on the kind of task, see TASK_FIELDS",
     "avg": "group averages, each only when its whole group ran: sts (STS12-16 'all' + STS-B + SICK-R), sts_mean, "
            "sts_wmean (same with 'mean'/'wmean'), clustering_acc, clustering_nmi, transfer, fewshot",
@@ -359,104 +183,129 @@ TASK_FIELDS = {
     "fewshot": ("acc_mean", "acc_std", "acc", "shots", "seeds"),
 }
 
+# %% ../nbs/09_eval.ipynb #3bb1137d
+def run_settings(encoder, batch_size:int, cache:bool, data_dir, pair_kind:str, kfold:int) -> dict:
+    "The `settings` entry of a results document: `evaluate`'s arguments and the encoder's settings."
+    s = encoder.settings
+    return {"batch_size": batch_size, "max_length": s.max_length, "cache": cache,
+            "data_dir": None if data_dir is None else str(data_dir), "pooling": s.pooling, "template": s.template,
+            "pair_features": pair_kind, "clustering_max_length": CLUSTERING_MAX_LENGTH, "kfold": kfold}
+
+# %% ../nbs/09_eval.ipynb #2f8ed713
+def results_document(encoder, # the encoder evaluated
+                     model, # what the caller passed for it: a model spec or the encoder
+                     settings:dict, # the run's `settings` entry
+                    ) -> dict:
+    "A results document with no task yet (see `RESULTS_SCHEMA`), stamped with the time, versions and git commit."
+    name = model if isinstance(model, str) else str(getattr(encoder, "name_or_path", type(model).__name__))
+    return {"model": name, "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "versions": package_versions(), "git": git_commit(Path(sys.modules["sentcl.core"].__file__).parent),
+            "settings": settings, "tasks": {}, "avg": {}, "complete": False, "notes": dict(STS_AGGREGATION_BY_PAPER)}
+
 # %% ../nbs/09_eval.ipynb #17d35341
-def averages(tasks: dict) -> dict:
+def averages(tasks:dict, # the `tasks` entry of a results document
+            ) -> dict:
     "Group averages over complete groups: STS (with each STS12-16 aggregate), clustering, transfer, few-shot."
+    mean = lambda values: round(float(np.mean(values)), 2)
     avg = {}
     if all(t in tasks for t in STS_TASKS):
         for agg, key in (("all", "sts"), ("mean", "sts_mean"), ("wmean", "sts_wmean")):
-            vals = [tasks[t][agg] for t in STS_SUBSET_TASKS] + [tasks[t]["spearman"] for t in ("stsb", "sickr")]
-            avg[key] = round(float(np.mean(vals)), 2)
-    if all(t in tasks for t in CLUSTERING_TASKS):
-        avg["clustering_acc"] = round(float(np.mean([tasks[t]["acc_mean"] for t in CLUSTERING_TASKS])), 2)
-        avg["clustering_nmi"] = round(float(np.mean([tasks[t]["nmi_mean"] for t in CLUSTERING_TASKS])), 2)
-    if all(t in tasks for t in TRANSFER_TASKS): avg["transfer"] = round(float(np.mean([tasks[t]["acc"] for t in TRANSFER_TASKS])), 2)
-    if all(t in tasks for t in FEWSHOT_TASKS): avg["fewshot"] = round(float(np.mean([tasks[t]["acc_mean"] for t in FEWSHOT_TASKS])), 2)
+            avg[key] = mean([tasks[t][agg] for t in STS_SUBSET_TASKS]
+                            + [tasks[t]["spearman"] for t in STS_TASKS if t not in STS_SUBSET_TASKS])
+    if all(t in tasks for t in CLUSTERING_SETS):
+        avg["clustering_acc"] = mean([tasks[t]["acc_mean"] for t in CLUSTERING_SETS])
+        avg["clustering_nmi"] = mean([tasks[t]["nmi_mean"] for t in CLUSTERING_SETS])
+    if all(t in tasks for t in TRANSFER_SETS): avg["transfer"] = mean([tasks[t]["acc"] for t in TRANSFER_SETS])
+    if all(t in tasks for t in FEWSHOT_TASKS): avg["fewshot"] = mean([tasks[t]["acc_mean"] for t in FEWSHOT_TASKS])
     return avg
 
 # %% ../nbs/09_eval.ipynb #3ccc50e6
 _EVALUATORS = {"sts": eval_sts, "clustering": eval_clustering, "transfer": eval_transfer, "fewshot": eval_fewshot}
 
-def evaluate(model, tasks="sts", data_dir=None, batch_size: int = 64, max_length: int | None = None,
-             cache: bool = True, pair_kind: str = "senteval", kfold: int = 10, log=None, on_task=None) -> dict:
-    "Evaluate `model` (an encoder or a model spec) on `tasks`; returns the results document. `on_task(doc)` sees it after each task."
-    names = resolve_tasks(tasks)
-    return _evaluate(as_encoder(model, max_length), model, names, data_dir, batch_size, cache, pair_kind, kfold, log, on_task)
+def evaluate_task(encoder, # a `SentenceEncoder` (see `embed_unique`)
+                  name:str, # a task name (see `task_kind`)
+                  data_dir=None, batch_size:int=64, cache:bool=True, # as in `eval_sts`
+                  pair_kind:str="senteval", # MRPC pair features of transfer and few-shot tasks
+                  kfold:int=10, # folds of the transfer protocols
+                 ) -> dict:
+    "The results entry of one task, computed by the protocol of its kind."
+    kind = task_kind(name)
+    extra = {"pair_kind": pair_kind} if kind in ("transfer", "fewshot") else {}
+    if kind == "transfer": extra["k"] = kfold
+    return _EVALUATORS[kind](encoder, name, data_dir=data_dir, batch_size=batch_size, cache=cache, **extra)
 
-def _evaluate(encoder, model, names, data_dir, batch_size, cache, pair_kind, kfold, log, on_task) -> dict:
-    log = default(log, lambda msg: print(msg, file=sys.stderr, flush=True))
-    out = {"model": model if isinstance(model, str) else str(getattr(encoder, "name_or_path", type(model).__name__)),
-           "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-           "versions": package_versions(), "git": git_commit(Path(sys.modules["sentcl.core"].__file__).parent),
-           "settings": {"batch_size": batch_size, "max_length": encoder.settings.max_length, "cache": cache,
-                        "data_dir": None if data_dir is None else str(data_dir), "pooling": encoder.settings.pooling,
-                        "template": encoder.settings.template, "pair_features": pair_kind,
-                        "clustering_max_length": CLUSTERING_MAX_LENGTH, "kfold": kfold},
-           "tasks": {}, "avg": {}, "complete": False, "notes": dict(STS_AGGREGATION_BY_PAPER)}
+# %% ../nbs/09_eval.ipynb #060bceb7
+def _log_stderr(msg:str): print(msg, file=sys.stderr, flush=True)
+
+def evaluate(model, # a model spec ('default', 'tiny', a folder, a hub id) or an encoder
+             tasks="sts", # task names and groups, see `resolve_tasks`
+             data_dir=None, # data folder in sentcl's layout (default: $SENTCL_DATA, else the hub)
+             batch_size:int=64, # encoding batch size
+             max_length:int|None=None, # token limit for STS and transfer (clustering: CLUSTERING_MAX_LENGTH)
+             cache:bool=True, # read and write the embedding cache
+             pair_kind:str="senteval", # MRPC pair features, see `senteval_pair_features`
+             kfold:int=10, # folds of the transfer protocols
+             log=None, # called with a progress line before each task (default: print to stderr)
+             on_task=None, # called with the results document after each task
+            ) -> dict:
+    "Evaluate `model` on `tasks`; returns the results document (see `RESULTS_SCHEMA`)."
+    names, log = resolve_tasks(tasks), default(log, _log_stderr)
+    encoder = as_encoder(model, max_length)
+    doc = results_document(encoder, model, run_settings(encoder, batch_size, cache, data_dir, pair_kind, kfold))
     for name in names:
-        kind = task_kind(name)
-        log(f"sentcl eval: {name} ({kind})")
-        extra = {"pair_kind": pair_kind} if kind in ("transfer", "fewshot") else {}
-        if kind == "transfer": extra["k"] = kfold
-        out["tasks"][name] = _EVALUATORS[kind](encoder, name, data_dir=data_dir, batch_size=batch_size, cache=cache, **extra)
-        out["avg"], out["complete"] = averages(out["tasks"]), len(out["tasks"]) == len(names)
-        if on_task: on_task(out)
-    return out
+        log(f"sentcl eval: {name} ({task_kind(name)})")
+        doc["tasks"][name] = evaluate_task(encoder, name, data_dir, batch_size, cache, pair_kind, kfold)
+        doc["avg"], doc["complete"] = averages(doc["tasks"]), len(doc["tasks"]) == len(names)
+        if on_task: on_task(doc)
+    return doc
 
 # %% ../nbs/09_eval.ipynb #4d747e18
-def format_table(results: dict) -> str:
+def _num(x) -> str: return "" if x is None else f"{x:.2f}"
+
+def _sts_lines(tasks:dict, names:list) -> list[str]:
+    "The STS block: all/mean/wmean for STS12-16, one Spearman for the others, and who reports which aggregate."
+    lines = ["", f"{'STS (Spearman x100)':<22}{'all':>8}{'mean':>8}{'wmean':>8}{'n':>8}"]
+    for t in names:
+        r = tasks[t]
+        if "all" in r: vals, label = (r["all"], r["mean"], r["wmean"]), t
+        else: vals, label = (r["spearman"], None, None), f"{t} ({r['split']})"
+        lines.append(f"{label:<22}" + "".join(f"{_num(v):>8}" for v in vals) + f"{r['n']:>8}")
+    if any(t in STS_SUBSET_TASKS for t in names):
+        lines += ["STS12-16 aggregates, and who reports which:"]
+        lines += [f"  {k:<6}{v}" for k, v in STS_AGGREGATION_BY_PAPER.items()]
+    return lines
+
+# %% ../nbs/09_eval.ipynb #94537223
+def _clustering_lines(tasks:dict, names:list) -> list[str]:
+    "The clustering block: accuracy and NMI, each with its std over seeds, K and n."
+    head = f"{'clustering (x100)':<22}{'acc':>8}{'± std':>8}{'nmi':>8}{'± std':>8}{'k':>6}{'n':>8}"
+    return ["", head] + [f"{t:<22}{_num(r['acc_mean']):>8}{_num(r['acc_std']):>8}{_num(r['nmi_mean']):>8}"
+                         f"{_num(r['nmi_std']):>8}{r['k']:>6}{r['n']:>8}" for t, r in ((t, tasks[t]) for t in names)]
+
+# %% ../nbs/09_eval.ipynb #d87fe64c
+def _transfer_lines(tasks:dict, names:list) -> list[str]:
+    "The transfer block: test and dev accuracy, the protocol, MRPC's F1."
+    return ["", f"{'transfer (acc x100)':<22}{'acc':>8}{'dev':>8}  protocol"] + [
+        f"{t:<22}{_num(tasks[t]['acc']):>8}{_num(tasks[t]['devacc']):>8}  {tasks[t]['protocol']}"
+        + (f", F1 {_num(tasks[t]['f1'])}" if "f1" in tasks[t] else "") for t in names]
+
+# %% ../nbs/09_eval.ipynb #4e921171
+def _fewshot_lines(tasks:dict, names:list) -> list[str]:
+    "The few-shot block: mean and std accuracy over the sample sets."
+    return ["", f"{'few-shot (acc x100)':<22}{'mean':>8}{'± std':>8}"] + [
+        f"{t:<22}{_num(tasks[t]['acc_mean']):>8}{_num(tasks[t]['acc_std']):>8}  "
+        f"{tasks[t]['shots']}/class x {len(tasks[t]['seeds'])} sets" for t in names]
+
+# %% ../nbs/09_eval.ipynb #2c0f6c68
+_TABLE_BLOCKS = {"sts": _sts_lines, "clustering": _clustering_lines, "transfer": _transfer_lines,
+                 "fewshot": _fewshot_lines}  # printed in this order
+
+def format_table(results:dict, # a results document
+                ) -> str:
     "A plain-text table of a results document: STS (all/mean/wmean), clustering, transfer, few-shot, averages."
     tasks, lines = results["tasks"], [f"model: {results['model']}"]
-    f = lambda x: "" if x is None else f"{x:.2f}"
-    sts = [t for t in tasks if task_kind(t) == "sts"]
-    if sts:
-        lines += ["", f"{'STS (Spearman x100)':<22}{'all':>8}{'mean':>8}{'wmean':>8}{'n':>8}"]
-        for t in sts:
-            r = tasks[t]
-            vals = (r["all"], r["mean"], r["wmean"]) if "all" in r else (r["spearman"], None, None)
-            lines.append(f"{t + ('' if 'all' in r else ' (' + r['split'] + ')'):<22}" + "".join(f"{f(v):>8}" for v in vals) + f"{r['n']:>8}")
-        if any(t in STS_SUBSET_TASKS for t in sts):
-            lines += ["STS12-16 aggregates, and who reports which:"] + [f"  {k:<6}{v}" for k, v in STS_AGGREGATION_BY_PAPER.items()]
-    clus = [t for t in tasks if task_kind(t) == "clustering"]
-    if clus:
-        lines += ["", f"{'clustering (x100)':<22}{'acc':>8}{'± std':>8}{'nmi':>8}{'± std':>8}{'k':>6}{'n':>8}"]
-        lines += [f"{t:<22}{f(r['acc_mean']):>8}{f(r['acc_std']):>8}{f(r['nmi_mean']):>8}{f(r['nmi_std']):>8}{r['k']:>6}{r['n']:>8}"
-                  for t, r in ((t, tasks[t]) for t in clus)]
-    tr = [t for t in tasks if task_kind(t) == "transfer"]
-    if tr:
-        lines += ["", f"{'transfer (acc x100)':<22}{'acc':>8}{'dev':>8}  protocol"]
-        lines += [f"{t:<22}{f(tasks[t]['acc']):>8}{f(tasks[t]['devacc']):>8}  {tasks[t]['protocol']}"
-                  + (f", F1 {f(tasks[t]['f1'])}" if "f1" in tasks[t] else "") for t in tr]
-    fs = [t for t in tasks if task_kind(t) == "fewshot"]
-    if fs:
-        lines += ["", f"{'few-shot (acc x100)':<22}{'mean':>8}{'± std':>8}"]
-        lines += [f"{t:<22}{f(tasks[t]['acc_mean']):>8}{f(tasks[t]['acc_std']):>8}  {tasks[t]['shots']}/class x {len(tasks[t]['seeds'])} sets" for t in fs]
-    if results.get("avg"):
-        lines += ["", "averages: " + ", ".join(f"{k} {f(v)}" for k, v in results["avg"].items())]
+    for kind, block in _TABLE_BLOCKS.items():
+        names = [t for t in tasks if task_kind(t) == kind]
+        if names: lines += block(tasks, names)
+    if results.get("avg"): lines += ["", "averages: " + ", ".join(f"{k} {_num(v)}" for k, v in results["avg"].items())]
     return "\n".join(lines)
-
-# %% ../nbs/09_eval.ipynb #e61ddf75
-def add_eval_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    "Add the `sentcl eval` options to `parser`."
-    parser.add_argument("--model", default="default", help="'default' (all-MiniLM-L6-v2), 'tiny', a model folder or a hub id")
-    parser.add_argument("--tasks", default="sts", help="comma list of tasks (sts12..sickr, agnews.., mr.., mr_fewshot..) or groups: sts, clustering, transfer, fewshot, all")
-    parser.add_argument("--data-dir", default=None, help="a data folder in the sentcl layout (default: $SENTCL_DATA, else the dataset hub)")
-    parser.add_argument("--out", default=None, help="write the results JSON here")
-    parser.add_argument("--batch-size", type=int, default=64, help="encoding batch size")
-    parser.add_argument("--max-length", type=int, default=None, help="token limit for STS and transfer (clustering uses 64, as PairSupCon)")
-    parser.add_argument("--no-cache", action="store_true", help="do not read or write the embedding cache")
-    parser.add_argument("--kfold", type=int, default=10, help="folds for the transfer protocols (SentEval: 10 in its test mode, 5 for prototyping)")
-    parser.add_argument("--pair-features", choices=("senteval", "full"), default="senteval", help="MRPC pair features: [|u-v|; u*v] (SentEval) or [u; v; |u-v|; u*v]")
-    return parser
-
-def run_eval(args: argparse.Namespace) -> int:
-    "Run `sentcl eval`: print the table, write the JSON (after every task) when --out is given; 0 on success, 2 with one error line otherwise."
-    save = (lambda doc: write_json(args.out, doc)) if args.out else None
-    try:
-        res = evaluate(args.model, args.tasks, data_dir=args.data_dir, batch_size=args.batch_size, max_length=args.max_length,
-                       cache=not args.no_cache, pair_kind=args.pair_features, kfold=args.kfold, on_task=save)
-    except (SentclError, ValueError) as e:  # bad input: data, model, arguments
-        print(f"sentcl eval: error: {e}", file=sys.stderr)
-        return 2
-    print(format_table(res))
-    return 0

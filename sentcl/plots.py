@@ -9,9 +9,7 @@ import contextlib
 import io
 import math
 import os
-import re
 import sys
-from collections import Counter
 from pathlib import Path
 from typing import NamedTuple
 
@@ -22,20 +20,17 @@ import seaborn as sns
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FormatStrFormatter, NullLocator
-from scipy.spatial.distance import pdist
-from scipy.special import logsumexp
-from scipy.stats import gaussian_kde, rankdata
+from scipy.stats import gaussian_kde
 
+from .analysis import (PAIR_KINDS, alignment_uniformity_table, check_columns, results_table, similarity_peaks,
+                             similarity_samples, sweep_stats, tsne_table)
 from .core import atomic_write
+from .error_analysis import rank_errors
 
 # %% auto #0
-__all__ = ['PLOT_RC', 'PANEL_SIZE', 'DISPLAY_DPI', 'PAIR_KINDS', 'NEGATION_WORDS', 'STOP_WORDS', 'CAUSE_DIRECTION', 'plot_style',
-           'palette', 'new_figure', 'save_figure', 'FigureResult', 'headless_backend', 'as_encoder', 'embed_sentences',
-           'named_models', 'CachedEncoder', 'subsample_indices', 'tsne_coordinates', 'tsne_grid', 'tsne_map',
-           'cosine_rows', 'random_other_indices', 'pair_similarities', 'density_peak', 'similarity_peaks',
-           'similarity_distributions', 'rank_error_table', 'error_causes', 'tag_error_causes', 'pair_cosines',
-           'rank_errors', 'rank_error_plot', 'alignment', 'uniformity', 'alignment_uniformity',
-           'alignment_uniformity_plot', 'results_table', 'sts_bar_chart', 'sweep_chart']
+__all__ = ['PLOT_RC', 'PANEL_SIZE', 'DISPLAY_DPI', 'plot_style', 'palette', 'new_figure', 'save_figure', 'FigureResult',
+           'headless_backend', 'tsne_grid', 'tsne_map', 'similarity_distributions', 'rank_error_plot',
+           'alignment_uniformity_plot', 'sts_bar_chart', 'sweep_chart']
 
 # %% ../nbs/10_plots.ipynb #af1562f0
 PLOT_RC = {  # matplotlib rc overrides applied inside `plot_style()`
@@ -111,136 +106,25 @@ def _finish(fig:Figure, data, path=None) -> FigureResult:
 def headless_backend() -> str:
     "Select matplotlib's Agg backend when there is no display and no backend was chosen; returns the backend name."
     chosen = os.environ.get("MPLBACKEND") or "ipykernel" in sys.modules or "matplotlib.pyplot" in sys.modules
-    no_display = sys.platform.startswith("linux") and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+    no_display = sys.platform.startswith("linux") and not (os.environ.get("DISPLAY")
+                                                           or os.environ.get("WAYLAND_DISPLAY"))
     if no_display and not chosen: mpl.use("Agg")
     return mpl.get_backend()
 
-# %% ../nbs/10_plots.ipynb #75139f0b
-def as_encoder(model):
-    "An encoder for `model`: a name or path becomes a `SentenceEncoder`; objects with `.encode` pass through."
-    if isinstance(model, (str, os.PathLike)):
-        from sentcl.encoders import SentenceEncoder
-        return SentenceEncoder(str(model))
-    if callable(getattr(model, "encode", None)): return model
-    raise TypeError(f"model: expected a model name/path, an encoder with .encode() or an (n, dim) array, "
-                    f"got {type(model).__name__}; pass e.g. 'default' or a SentenceEncoder")
-
-def _as_array(x) -> np.ndarray:
-    "A float32 numpy copy of an array or a (possibly CUDA, grad-carrying) tensor."
-    if hasattr(x, "detach"): x = x.detach().float().cpu().numpy()
-    return np.asarray(x, dtype=np.float32)
-
-def _is_embeddings(model) -> bool:
-    return isinstance(model, np.ndarray) or (hasattr(model, "detach") and hasattr(model, "shape"))
-
-# %% ../nbs/10_plots.ipynb #850450fa
-def embed_sentences(model, # model name/path, encoder, or precomputed (n, dim) embeddings of `sentences`
-                    sentences, # the sentences (list of str)
-                    rows=None, # indices into `sentences` to embed (default: all)
-                    batch_size:int=64, # encoding batch size
-                   ) -> np.ndarray:
-    "Embeddings `(len(rows), dim)` float32 of the chosen sentences, encoded or taken from precomputed rows."
-    sentences = list(sentences)
-    rows = np.arange(len(sentences)) if rows is None else np.asarray(rows, dtype=int)
-    if _is_embeddings(model):
-        emb = _as_array(model)
-        if emb.ndim != 2 or len(emb) != len(sentences):
-            raise ValueError(f"embeddings: expected shape ({len(sentences)}, dim), one row per sentence, got {tuple(emb.shape)}; "
-                             "pass embeddings of exactly these sentences or pass an encoder")
-        return emb[rows]
-    out = _as_array(as_encoder(model).encode([sentences[i] for i in rows], batch_size=batch_size))  # (len(rows), dim)
-    return out.reshape(len(rows), -1)
-
-def named_models(models) -> dict:
-    "A `{name: model}` dict from a dict, a list, or a single model."
-    if isinstance(models, dict): return dict(models)
-    if _is_embeddings(models) or isinstance(models, (str, os.PathLike)) or not isinstance(models, (list, tuple)): models = [models]
-    names = [str(m) if isinstance(m, (str, os.PathLike)) else str(getattr(m, "name_or_path", f"model {i}")) for i, m in enumerate(models)]
-    if len(set(names)) < len(names): names = [f"{n} ({i})" for i, n in enumerate(names)]
-    return dict(zip(names, models))
-
-# %% ../nbs/10_plots.ipynb #7c2676da
-class CachedEncoder:
-    "Wraps an encoder (or a name/path) and remembers the embedding of every sentence it has encoded."
-    def __init__(self, model, batch_size:int=64):
-        self.encoder, self.batch_size, self.cache = as_encoder(model), batch_size, {}
-        self.name_or_path = str(getattr(self.encoder, "name_or_path", type(self.encoder).__name__))
-
-    def encode(self, sentences, batch_size:int|None=None) -> np.ndarray:
-        "Embeddings `(n, dim)` float32; only sentences not seen before reach the encoder."
-        sentences = [str(s) for s in sentences]
-        todo = list(dict.fromkeys(s for s in sentences if s not in self.cache))
-        if todo:
-            new = _as_array(self.encoder.encode(todo, batch_size=batch_size or self.batch_size)).reshape(len(todo), -1)
-            self.cache.update(zip(todo, new))
-        if not sentences: return np.zeros((0, 0), dtype=np.float32)
-        return np.stack([self.cache[s] for s in sentences])
-
-# %% ../nbs/10_plots.ipynb #ec356f45
-def subsample_indices(n:int, # number of rows
-                      sample_size:int|None=None, # rows to keep (None or >= n: all)
-                      seed:int=0, # seed of the numpy generator
-                     ) -> np.ndarray:
-    "Sorted indices of `sample_size` rows drawn uniformly without replacement."
-    if sample_size is None or sample_size >= n: return np.arange(n)
-    if sample_size < 1: raise ValueError(f"sample_size: expected a positive number of rows, got {sample_size}")
-    return np.sort(np.random.default_rng(seed).choice(n, size=sample_size, replace=False))
-
-def tsne_coordinates(embeddings, # (n, dim) array
-                     perplexity:float=30.0, # t-SNE perplexity (capped at (n-1)/3)
-                     seed:int=0, # random state of the initialisation and optimisation
-                     metric:str="cosine", # affinity metric on the embeddings
-                     n_jobs:int=1, # openTSNE threads
-                    ) -> np.ndarray:
-    "2-D t-SNE coordinates `(n, 2)` of `embeddings` with openTSNE, deterministic for a given seed."
-    from openTSNE import TSNE
-    x = _as_array(embeddings)
-    if x.ndim != 2 or len(x) < 4: raise ValueError(f"embeddings: t-SNE needs an (n, dim) array with n >= 4, got {tuple(x.shape)}")
-    tsne = TSNE(n_components=2, perplexity=min(perplexity, (len(x) - 1) / 3), metric=metric,
-                random_state=seed, n_jobs=n_jobs, verbose=False)
-    return np.asarray(tsne.fit(x.astype(np.float64)), dtype=np.float32)
-
 # %% ../nbs/10_plots.ipynb #857f662e
 def _label_colours(labels) -> dict:
+    "One colour per distinct label, in sorted order."
     classes = sorted(pd.unique(labels), key=lambda v: (str(type(v)), v))
     return dict(zip(classes, palette(len(classes))))
 
-def _check_columns(df, columns, where:str):
-    if not isinstance(df, pd.DataFrame): raise TypeError(f"{where}: expected a pandas DataFrame, got {type(df).__name__}")
-    missing = [c for c in columns if c not in df.columns]
-    if missing: raise ValueError(f"{where}: missing column(s) {missing}; it has {list(df.columns)}")
-
 def _grid(n:int, ncols:int|None, max_cols:int=4) -> tuple[int, int]:
+    "(rows, columns) of a grid of `n` panels, at most `ncols` (default `max_cols`) per row."
     ncols = min(n, ncols or max_cols)
     return math.ceil(n / ncols), ncols
 
-# %% ../nbs/10_plots.ipynb #c3142473
-def tsne_grid(models, # {name: model} or list of models (names/paths, encoders, or (n, dim) arrays of `data` rows)
-              data:pd.DataFrame, # clustering set with a text and a label column (`sentcl.data.load_clustering`)
-              sample_size:int|None=1000, # rows drawn once and shared by every panel (None: all)
-              seed:int=0, # seed of the subsample and of t-SNE
-              perplexity:float=30.0, # t-SNE perplexity
-              ncols:int|None=None, # panels per row (default up to 4)
-              text_col:str="text", label_col:str="label", # column names in `data`
-              batch_size:int=64, # encoding batch size
-              title:str|None=None, # figure title
-              path=None, # save as path.png and path.svg when given
-             ) -> FigureResult:
-    "t-SNE maps of one subsample of a clustering set, one panel per model, points coloured by gold label."
-    _check_columns(data, [text_col, label_col], "tsne_grid data")
-    named, texts = named_models(models), data[text_col].astype(str).tolist()
-    rows = subsample_indices(len(texts), sample_size, seed)
-    labels = data[label_col].to_numpy()[rows]
-    frames = []
-    for name, model in named.items():
-        xy = tsne_coordinates(embed_sentences(model, texts, rows, batch_size), perplexity, seed)  # (k, 2)
-        frames.append(pd.DataFrame({"model": name, "row": rows, "x": xy[:, 0], "y": xy[:, 1], "label": labels,
-                                    "text": [texts[i] for i in rows]}))
-    coords = pd.concat(frames, ignore_index=True)
-    return _finish(_draw_tsne(coords, _label_colours(labels), _grid(len(named), ncols), label_col, title), coords, path)
-
 # %% ../nbs/10_plots.ipynb #9b809ce2
 def _draw_tsne(coords:pd.DataFrame, colours:dict, grid:tuple, label_title:str, title:str|None) -> Figure:
+    "One scatter panel per model of a `tsne_table`, a shared legend of labels when there are at most 20."
     with plot_style():
         fig, axes = new_figure(*grid, panel_size=(3.0, 3.0))
         for ax, (name, df) in zip(axes.flat, coords.groupby("model", sort=False)):
@@ -253,58 +137,58 @@ def _draw_tsne(coords:pd.DataFrame, colours:dict, grid:tuple, label_title:str, t
         if title: fig.suptitle(title)
     return fig
 
+# %% ../nbs/10_plots.ipynb #c3142473
+def tsne_grid(models, # {name: model} or list of models (specs, encoders, or (n, dim) arrays of `data` rows)
+              data:pd.DataFrame, # clustering set with a text and a label column (`sentcl.data.load_clustering`)
+              sample_size:int|None=1000, # rows drawn once and shared by every panel (None: all)
+              seed:int=0, # seed of the subsample and of t-SNE
+              perplexity:float=30.0, # t-SNE perplexity
+              ncols:int|None=None, # panels per row (default up to 4)
+              text_col:str="text", label_col:str="label", # column names in `data`
+              batch_size:int=64, # encoding batch size
+              title:str|None=None, # figure title
+              path=None, # save as path.png and path.svg when given
+             ) -> FigureResult:
+    "t-SNE maps of one subsample of a clustering set, one panel per model, points coloured by gold label."
+    coords = tsne_table(models, data, sample_size, seed, perplexity, text_col, label_col, batch_size)
+    grid = _grid(coords["model"].nunique(), ncols)
+    return _finish(_draw_tsne(coords, _label_colours(coords["label"]), grid, label_col, title), coords, path)
+
 def tsne_map(model, data:pd.DataFrame, name:str|None=None, **kwargs) -> FigureResult:
     "t-SNE map of one model on a clustering set (`tsne_grid` with one panel; same keyword arguments)."
     return tsne_grid({name: model} if name else model, data, **kwargs)
 
-# %% ../nbs/10_plots.ipynb #4a8f4462
-PAIR_KINDS = ("positive", "soft negative", "negative")  # self, negation, random other sentence (SNCSE Fig. 4)
+# %% ../nbs/10_plots.ipynb #0e83da2c
+def _draw_density(ax, v:np.ndarray, peak:float, colour, name:str):
+    "A filled KDE of `v` with its peak marked and printed (a spike when all values are equal)."
+    if np.ptp(v) > 1e-9:
+        sns.kdeplot(x=v, ax=ax, color=colour, fill=True, alpha=0.15, linewidth=1.5, label=name, cut=0)
+        height = gaussian_kde(v)(peak)[0]
+    else: ax.vlines(peak, 0, height := 1.0, color=colour, lw=1.5, label=name)  # all values equal: a spike
+    ax.plot([peak], [height], "o", color=colour, ms=4)
+    ax.annotate(f"{peak:.2f}", (peak, height), xytext=(0, 4), textcoords="offset points", ha="center",
+                fontsize=8, color=colour)
 
-def cosine_rows(a, b) -> np.ndarray:
-    "Cosine similarity of each row of `a` with the same row of `b`: `(n,)` float64."
-    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-    if a.shape != b.shape or a.ndim != 2: raise ValueError(f"cosine_rows: expected two (n, dim) arrays of one shape, got {a.shape} and {b.shape}")
-    norms = np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)  # (n,)
-    return (a * b).sum(1) / np.maximum(norms, 1e-12)
-
-def random_other_indices(n:int, rng:np.random.Generator) -> np.ndarray:
-    "For each row i, a uniformly drawn row j != i: `(n,)`."
-    if n < 2: raise ValueError(f"random_other_indices: need at least 2 rows to pair each with another, got {n}")
-    return (np.arange(n) + rng.integers(1, n, size=n)) % n
-
-# %% ../nbs/10_plots.ipynb #23d09170
-def pair_similarities(sentence_embeddings, # (n, dim) embeddings of the sentences
-                      negation_embeddings, # (n, dim) embeddings of their negations
-                      others=None, # (n,) index of each sentence's random partner (default: drawn with `seed`)
-                      seed:int=0, # seed for drawing `others`
-                     ) -> pd.DataFrame:
-    "Cosine similarity of each sentence with itself, its negation and a random other sentence (long format)."
-    s, neg = _as_array(sentence_embeddings), _as_array(negation_embeddings)
-    others = random_other_indices(len(s), np.random.default_rng(seed)) if others is None else np.asarray(others)
-    sims = {"positive": cosine_rows(s, s), "soft negative": cosine_rows(s, neg), "negative": cosine_rows(s, s[others])}
-    return pd.DataFrame({"row": np.tile(np.arange(len(s)), 3), "pair": np.repeat(PAIR_KINDS, len(s)),
-                         "similarity": np.concatenate([sims[k] for k in PAIR_KINDS])})
-
-def density_peak(values, grid_size:int=512) -> tuple[float, float]:
-    "Location and height of the maximum of a Gaussian KDE of `values` (a constant sample peaks at its value)."
-    v = np.asarray(values, dtype=np.float64)
-    if len(v) < 2 or np.ptp(v) < 1e-9: return float(v.mean()), float("inf")
-    grid = np.linspace(v.min() - 0.05, v.max() + 0.05, grid_size)
-    density = gaussian_kde(v)(grid)
-    return float(grid[density.argmax()]), float(density.max())
-
-# %% ../nbs/10_plots.ipynb #cf0847a9
-def similarity_peaks(similarities:pd.DataFrame, # long table from `pair_similarities` (with a `model` column for several)
-                    ) -> pd.DataFrame:
-    "Peak (KDE mode), mean and count of the similarity distribution per model and pair kind."
-    keys = [k for k in ("model", "pair") if k in similarities.columns]
-    rows = [{**dict(zip(keys, key if isinstance(key, tuple) else (key,))), "peak": density_peak(g["similarity"])[0],
-             "mean": g["similarity"].mean(), "n": len(g)} for key, g in similarities.groupby(keys, sort=False)]
-    return pd.DataFrame(rows)
+def _draw_similarities(data:pd.DataFrame, title:str|None) -> Figure:
+    "Two panels, soft negatives and negatives, one density per model, the positive pairs' 1 dotted."
+    peaks = similarity_peaks(data).set_index(["model", "pair"])
+    names = list(pd.unique(data["model"])); colours = dict(zip(names, palette(len(names))))
+    subtitles = ("(a) soft negative: sentence vs its negation", "(b) negative: sentence vs a random one")
+    with plot_style():
+        fig, axes = new_figure(1, 2, panel_size=(4.0, 3.0))
+        for ax, kind, sub in zip(axes.flat, PAIR_KINDS[1:], subtitles):
+            for name in names:
+                v = data.loc[(data["model"] == name) & (data["pair"] == kind), "similarity"].to_numpy()
+                _draw_density(ax, v, peaks.loc[(name, kind), "peak"], colours[name], name)
+            ax.axvline(1.0, color="black", ls=":", lw=1.2, label="positive (self) = 1")
+            ax.set(title=sub, xlabel="cosine similarity", ylabel="density")
+        axes[0, 1].legend(loc="upper left", frameon=False)
+        if title: fig.suptitle(title)
+    return fig
 
 # %% ../nbs/10_plots.ipynb #b7c14d18
-def similarity_distributions(models, # {name: model} or list of model names/paths/encoders
-                             sentences, # list of str (duplicates dropped), or an STS DataFrame whose two sentence columns are used
+def similarity_distributions(models, # {name: model} or list of model specs or encoders
+                             sentences, # list of str (duplicates dropped), or an STS DataFrame (both sentence columns)
                              sample_size:int|None=1000, # sentences drawn (None: all); SNCSE uses 5000
                              seed:int=0, # seed of the sample and of the random pairing
                              negations=None, # negations aligned with `sentences` (default: `negate_batch`)
@@ -313,210 +197,60 @@ def similarity_distributions(models, # {name: model} or list of model names/path
                              path=None, # save as path.png and path.svg when given
                             ) -> FigureResult:
     "SNCSE Fig. 4: distributions of cosine similarity to the negation and to a random sentence, peaks annotated."
-    if isinstance(sentences, pd.DataFrame):
-        _check_columns(sentences, ["sentence1", "sentence2"], "similarity_distributions sentences")
-        sentences = sentences["sentence1"].tolist() + sentences["sentence2"].tolist()
-    sentences = [str(s) for s in sentences]
-    if negations is not None and len(negations) != len(sentences):
-        raise ValueError(f"negations: expected one per sentence ({len(sentences)}), got {len(negations)}")
-    first = {s: i for i, s in reversed(list(enumerate(sentences)))}  # first position of each distinct sentence
-    unique = sorted(first.values())
-    rows = [unique[i] for i in subsample_indices(len(unique), sample_size, seed)]
-    sample = [sentences[i] for i in rows]
-    if negations is None:
-        from sentcl.negation import negate_batch
-        negated = list(negate_batch(sample))
-    else: negated = [str(negations[i]) for i in rows]
-    keep = [i for i, (s, n) in enumerate(zip(sample, negated)) if n.strip() != s.strip()]
-    sample, negated = [sample[i] for i in keep], [negated[i] for i in keep]
-    others = random_other_indices(len(sample), np.random.default_rng(seed))
-    frames = []
-    for name, model in named_models(models).items():
-        emb = embed_sentences(model, sample + negated, batch_size=batch_size)  # (2k, dim)
-        sims = pair_similarities(emb[:len(sample)], emb[len(sample):], others)
-        frames.append(sims.assign(model=name, sentence=np.tile(sample, 3)))
-    data = pd.concat(frames, ignore_index=True)[["model", "row", "pair", "similarity", "sentence"]]
+    data = similarity_samples(models, sentences, sample_size, seed, negations, batch_size)
     return _finish(_draw_similarities(data, title), data, path)
 
-# %% ../nbs/10_plots.ipynb #0e83da2c
-def _draw_similarities(data:pd.DataFrame, title:str|None) -> Figure:
-    peaks = similarity_peaks(data).set_index(["model", "pair"])
-    names = list(pd.unique(data["model"])); colours = dict(zip(names, palette(len(names))))
+# %% ../nbs/10_plots.ipynb #b4cfdd6b
+def _draw_rank_errors(table:pd.DataFrame, top:int, title:str|None) -> Figure:
+    "Every pair as a point (gold rank, estimated rank), the diagonal, the `top` errors numbered and coloured."
+    worst = table.nlargest(top, "error")
+    c_all, c_over, c_under = palette(4)[0], palette(4)[3], palette(4)[2]
     with plot_style():
-        fig, axes = new_figure(1, 2, panel_size=(4.0, 3.0))
-        for ax, kind, sub in zip(axes.flat, PAIR_KINDS[1:], ("(a) soft negative: sentence vs its negation", "(b) negative: sentence vs a random one")):
-            for name in names:
-                v = data.loc[(data["model"] == name) & (data["pair"] == kind), "similarity"].to_numpy()
-                peak = peaks.loc[(name, kind), "peak"]
-                if np.ptp(v) > 1e-9:
-                    sns.kdeplot(x=v, ax=ax, color=colours[name], fill=True, alpha=0.15, linewidth=1.5, label=name, cut=0)
-                    height = gaussian_kde(v)(peak)[0]
-                else: ax.vlines(peak, 0, height := 1.0, color=colours[name], lw=1.5, label=name)  # all values equal: a spike
-                ax.plot([peak], [height], "o", color=colours[name], ms=4)
-                ax.annotate(f"{peak:.2f}", (peak, height), xytext=(0, 4), textcoords="offset points", ha="center",
-                            fontsize=8, color=colours[name])
-            ax.axvline(1.0, color="black", ls=":", lw=1.2, label="positive (self) = 1")
-            ax.set(title=sub, xlabel="cosine similarity", ylabel="density")
-        axes[0, 1].legend(loc="upper left", frameon=False)
-        if title: fig.suptitle(title)
+        fig, axes = new_figure(1, 1, panel_size=(4.0, 3.6)); ax = axes[0, 0]
+        ax.scatter(table["gold_rank"], table["estimated_rank"], s=6, color=c_all, alpha=0.35, linewidths=0,
+                   label="pairs")
+        n = len(table); ax.plot([1, n], [1, n], color="black", ls=":", lw=1, label="$R_E = R_G$")
+        for k, (_, r) in enumerate(worst.iterrows(), 1):
+            over = r["estimated_rank"] > r["gold_rank"]
+            ax.scatter([r["gold_rank"]], [r["estimated_rank"]], s=28, color=c_over if over else c_under, zorder=3)
+            ax.annotate(str(k), (r["gold_rank"], r["estimated_rank"]), xytext=(4, 2), textcoords="offset points",
+                        fontsize=8)
+        ax.set(xlabel="gold rank $R_G$", ylabel="estimated rank $R_E$",
+               title=title or f"top {top} rank errors (Eq. 11)")
+        fig.legend(handles=[*ax.get_legend_handles_labels()[0],
+                            Line2D([], [], ls="", marker="o", color=c_over, label="overestimated"),
+                            Line2D([], [], ls="", marker="o", color=c_under, label="underestimated")],
+                   loc="outside right upper", frameon=False)
     return fig
 
-# %% ../nbs/10_plots.ipynb #0478707f
-def rank_error_table(gold, # (n,) gold similarity scores
-                     predicted, # (n,) model similarities (e.g. cosine)
-                     sentence1=None, sentence2=None, # the pairs' sentences (optional)
-                     top:int|None=None, # keep the `top` largest errors (None: all pairs)
-                    ) -> pd.DataFrame:
-    "Pairs sorted by squared rank error (R_E - R_G)^2 (SNCSE Eq. 11), largest first."
-    gold, predicted = np.asarray(gold, dtype=np.float64), np.asarray(predicted, dtype=np.float64)
-    if gold.shape != predicted.shape or gold.ndim != 1 or len(gold) < 2:
-        raise ValueError(f"rank_error_table: expected gold and predicted of the same length >= 2, got {gold.shape} and {predicted.shape}")
-    gold_rank, estimated_rank = rankdata(gold), rankdata(predicted)  # 1 = least similar; ties averaged
-    error = (estimated_rank - gold_rank) ** 2  # Eq. 11
-    df = pd.DataFrame({"pair": np.arange(len(gold))})
-    if sentence1 is not None: df["sentence1"], df["sentence2"] = list(sentence1), list(sentence2)
-    df = df.assign(gold=gold, similarity=predicted, gold_rank=gold_rank, estimated_rank=estimated_rank, error=error,
-                   direction=np.select([estimated_rank > gold_rank, estimated_rank < gold_rank], ["over", "under"], "exact"))
-    df = df.sort_values("error", ascending=False, kind="stable").reset_index(drop=True)
-    return df if top is None else df.head(top)
-
-# %% ../nbs/10_plots.ipynb #dd0738f6
-NEGATION_WORDS = frozenset("not no never nobody nothing none neither nor nowhere cannot without n't".split())
-STOP_WORDS = frozenset("a an the is are was were be been being am of in on at to for with by from and or as it its "
-                       "this that these those there here he she they we you i his her their our your my me him them "
-                       "do does did doing done has have had having will would can could should may might shall into over up down out "
-                       "what which who whom whose where when why how about so but if than then just very some any all".split())
-_WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?|n't")
-
-def _words(sentence:str) -> list[str]:
-    "Lower-cased words; apostrophes split off by tokenisers (`isn ' t`, `does n't`) are joined back first."
-    return _WORD.findall(re.sub(r"\s*'\s*", "'", str(sentence).lower()))
-
-def _negations(words) -> int:
-    return sum(w in NEGATION_WORDS or w.endswith("n't") for w in words)
-
-# %% ../nbs/10_plots.ipynb #a1a1b86f
-def error_causes(sentence1:str, sentence2:str,
-                 low_overlap:float=0.35, # content-word Jaccard overlap below which a pair is tagged `low_overlap`
-                ) -> tuple[str, ...]:
-    "Surface cues for a rank error: `negation`, `word_order` (same bag of words), `low_overlap`."
-    w1, w2 = _words(sentence1), _words(sentence2)
-    tags = []
-    if _negations(w1) != _negations(w2): tags.append("negation")
-    if Counter(w1) == Counter(w2) and w1 != w2: tags.append("word_order")
-    c1, c2 = (({w for w in ws if w not in STOP_WORDS and not _negations([w])} or set(ws)) for ws in (w1, w2))
-    if len(c1 | c2) and len(c1 & c2) / len(c1 | c2) < low_overlap: tags.append("low_overlap")
-    return tuple(tags)
-
-CAUSE_DIRECTION = {"negation": "over", "word_order": "over", "low_overlap": "under"}  # the error each cue explains
-
-def tag_error_causes(table:pd.DataFrame,
-                     low_overlap:float=0.35, # as in `error_causes`
-                     match_direction:bool=True, # keep a cue only when it explains the error's direction (needs `direction`)
-                    ) -> pd.DataFrame:
-    "A copy of a rank-error table with a `causes` column (comma-separated tags, empty when none)."
-    _check_columns(table, ["sentence1", "sentence2"], "tag_error_causes table")
-    directions = table["direction"] if match_direction and "direction" in table.columns else [None] * len(table)
-    causes = [", ".join(t for t in error_causes(a, b, low_overlap) if d is None or CAUSE_DIRECTION[t] == d)
-              for a, b, d in zip(table["sentence1"], table["sentence2"], directions)]
-    return table.assign(causes=causes)
-
-# %% ../nbs/10_plots.ipynb #ba324ab5
-def _task_frames(data) -> dict:
-    "`{task: DataFrame}` from one STS DataFrame or a dict of them."
-    frames = dict(data) if isinstance(data, dict) else {None: data}
-    for task, df in frames.items(): _check_columns(df, ["sentence1", "sentence2", "score"], f"STS data{'' if task is None else f' {task!r}'}")
-    return frames
-
-def pair_cosines(model, data:pd.DataFrame, batch_size:int=64) -> np.ndarray:
-    "Cosine similarity `(n,)` of each STS pair, each distinct sentence encoded once."
-    s1, s2 = data["sentence1"].astype(str).tolist(), data["sentence2"].astype(str).tolist()
-    unique = list(dict.fromkeys(s1 + s2)); pos = {s: i for i, s in enumerate(unique)}
-    emb = embed_sentences(model, unique, batch_size=batch_size)  # (u, dim)
-    return cosine_rows(emb[[pos[s] for s in s1]], emb[[pos[s] for s in s2]])
-
 # %% ../nbs/10_plots.ipynb #6e880daa
-def rank_errors(model, # model name/path or encoder
-                data, # STS DataFrame (sentence1, sentence2, score) or {task: DataFrame}
-                top:int|None=10, # largest errors kept per task (None: all)
-                tag:bool=True, # add the `causes` column
-                batch_size:int=64, # encoding batch size
-               ) -> pd.DataFrame:
-    "Rank-error table (SNCSE Eq. 11 and Table 4) of a model on one or several STS tasks, largest errors first."
-    tables = []
-    for task, df in _task_frames(data).items():
-        t = rank_error_table(df["score"], pair_cosines(model, df, batch_size), df["sentence1"], df["sentence2"], top)
-        tables.append(t if task is None else t.assign(task=task)[["task", *t.columns]])
-    table = pd.concat(tables, ignore_index=True)
-    return tag_error_causes(table) if tag else table
-
-def rank_error_plot(model, # model name/path or encoder, or a full table from `rank_errors(..., top=None)`
+def rank_error_plot(model, # model spec or encoder, or a full table from `rank_errors(..., top=None)`
                     data=None, # STS DataFrame (sentence1, sentence2, score) when `model` is a model
                     top:int=5, # pairs highlighted and numbered
                     title:str|None=None, path=None, batch_size:int=64) -> FigureResult:
     "Estimated vs gold rank of every pair, the `top` largest errors numbered; data = the full rank-error table."
     table = model if isinstance(model, pd.DataFrame) else rank_errors(model, data, top=None, batch_size=batch_size)
-    _check_columns(table, ["gold_rank", "estimated_rank", "error"], "rank_error_plot table")
+    check_columns(table, ["gold_rank", "estimated_rank", "error"], "rank_error_plot table")
     return _finish(_draw_rank_errors(table, top, title), table, path)
 
-# %% ../nbs/10_plots.ipynb #b4cfdd6b
-def _draw_rank_errors(table:pd.DataFrame, top:int, title:str|None) -> Figure:
-    worst = table.nlargest(top, "error")
-    c_all, c_over, c_under = palette(4)[0], palette(4)[3], palette(4)[2]
+# %% ../nbs/10_plots.ipynb #ed0afb29
+def _draw_alignment_uniformity(table:pd.DataFrame, connect:bool, title:str|None) -> Figure:
+    "One annotated point per row of `table`, optionally joined in order."
+    colours = palette(len(table))
     with plot_style():
-        fig, axes = new_figure(1, 1, panel_size=(4.0, 3.6)); ax = axes[0, 0]
-        ax.scatter(table["gold_rank"], table["estimated_rank"], s=6, color=c_all, alpha=0.35, linewidths=0, label="pairs")
-        n = len(table); ax.plot([1, n], [1, n], color="black", ls=":", lw=1, label="$R_E = R_G$")
-        for k, (_, r) in enumerate(worst.iterrows(), 1):
-            ax.scatter([r["gold_rank"]], [r["estimated_rank"]], s=28, color=c_over if r["estimated_rank"] > r["gold_rank"] else c_under, zorder=3)
-            ax.annotate(str(k), (r["gold_rank"], r["estimated_rank"]), xytext=(4, 2), textcoords="offset points", fontsize=8)
-        ax.set(xlabel="gold rank $R_G$", ylabel="estimated rank $R_E$", title=title or f"top {top} rank errors (Eq. 11)")
-        fig.legend(handles=[*ax.get_legend_handles_labels()[0],
-                            Line2D([], [], ls="", marker="o", color=c_over, label="overestimated"),
-                            Line2D([], [], ls="", marker="o", color=c_under, label="underestimated")], loc="outside right upper", frameon=False)
+        fig, axes = new_figure(1, 1, panel_size=(4.0, 3.4)); ax = axes[0, 0]
+        if connect: ax.plot(table["uniformity"], table["alignment"], color="grey", lw=1, zorder=1)
+        for c, (_, r) in zip(colours, table.iterrows()):
+            ax.scatter([r["uniformity"]], [r["alignment"]], s=40, color=c, zorder=2)
+            ax.annotate(str(r["model"]), (r["uniformity"], r["alignment"]), xytext=(5, 3), textcoords="offset points",
+                        fontsize=8)
+        ax.set(xlabel=r"$\ell_{\mathrm{uniform}}$ (lower: more uniform)",
+               ylabel=r"$\ell_{\mathrm{align}}$ (lower: better aligned)", title=title or "alignment vs uniformity")
+        ax.margins(0.2)
     return fig
 
-# %% ../nbs/10_plots.ipynb #6757ae6b
-def _l2_normalise(x) -> np.ndarray:
-    x = np.asarray(x, dtype=np.float64)
-    return x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), 1e-12)
-
-def alignment(x, y, # (n, dim) embeddings of the two sides of each positive pair
-              alpha:float=2.0, # exponent on the distance (Wang & Isola use 2)
-             ) -> float:
-    "Mean distance^alpha between L2-normalised positive pairs (Wang & Isola 2020); lower is better."
-    x, y = _l2_normalise(x), _l2_normalise(y)
-    if x.shape != y.shape or x.ndim != 2 or not len(x): raise ValueError(f"alignment: expected two non-empty (n, dim) arrays of one shape, got {x.shape} and {y.shape}")
-    return float((np.linalg.norm(x - y, axis=1) ** alpha).mean())
-
-def uniformity(x, # (n, dim) embeddings, n >= 2
-               t:float=2.0, # temperature of the Gaussian potential (Wang & Isola use 2)
-              ) -> float:
-    "log mean over pairs i<j of exp(-t ||x_i - x_j||^2) on L2-normalised rows (Wang & Isola 2020); lower is better."
-    x = _l2_normalise(x)
-    if x.ndim != 2 or len(x) < 2: raise ValueError(f"uniformity: expected an (n, dim) array with n >= 2, got {x.shape}")
-    d2 = pdist(x, "sqeuclidean")  # (n(n-1)/2,)
-    return float(logsumexp(-t * d2) - np.log(len(d2)))
-
-# %% ../nbs/10_plots.ipynb #c2282b69
-def alignment_uniformity(model, # model name/path or encoder
-                         data:pd.DataFrame, # STS pairs (sentence1, sentence2, score), e.g. STS-B
-                         threshold:float=4.0, # gold score from which a pair counts as positive
-                         sample_size:int|None=None, # sentences used for uniformity (None: all)
-                         seed:int=0, batch_size:int=64) -> dict:
-    "Alignment on pairs with gold >= threshold and uniformity on all distinct sentences of an STS set."
-    _check_columns(data, ["sentence1", "sentence2", "score"], "alignment_uniformity data")
-    s1, s2 = data["sentence1"].astype(str).tolist(), data["sentence2"].astype(str).tolist()
-    unique = list(dict.fromkeys(s1 + s2)); pos = {s: i for i, s in enumerate(unique)}
-    positive = np.flatnonzero(data["score"].to_numpy(dtype=float) >= threshold)
-    if not len(positive): raise ValueError(f"alignment_uniformity: no pair has a gold score >= {threshold}; lower threshold or pass more pairs")
-    emb = embed_sentences(model, unique, batch_size=batch_size)  # (u, dim)
-    x, y = emb[[pos[s1[i]] for i in positive]], emb[[pos[s2[i]] for i in positive]]
-    rows = subsample_indices(len(unique), sample_size, seed)
-    return {"alignment": alignment(x, y), "uniformity": uniformity(emb[rows]), "n_pairs": len(positive), "n_sentences": len(rows)}
-
 # %% ../nbs/10_plots.ipynb #91d928a6
-def alignment_uniformity_plot(models, # {name: model}, a list of models, or a DataFrame with model/alignment/uniformity columns
+def alignment_uniformity_plot(models, # {name: model}, a list of models, or a table of model, alignment, uniformity
                               data:pd.DataFrame|None=None, # STS pairs when `models` are models
                               threshold:float=4.0, # gold score from which a pair counts as positive
                               connect:bool=False, # draw a line through the points in order (checkpoints of one run)
@@ -524,50 +258,15 @@ def alignment_uniformity_plot(models, # {name: model}, a list of models, or a Da
                               title:str|None=None, path=None) -> FigureResult:
     "Alignment (y) against uniformity (x), one annotated point per model or checkpoint; lower-left is better."
     if isinstance(models, pd.DataFrame):
-        _check_columns(models, ["model", "alignment", "uniformity"], "alignment_uniformity_plot table"); table = models
-    else:
-        if data is None: raise ValueError("alignment_uniformity_plot: pass `data` (STS pairs) to compute the points, or a DataFrame of them")
-        table = pd.DataFrame([{"model": n, **alignment_uniformity(m, data, threshold, sample_size, seed, batch_size)}
-                              for n, m in named_models(models).items()])
+        check_columns(models, ["model", "alignment", "uniformity"], "alignment_uniformity_plot table"); table = models
+    elif data is None:
+        raise ValueError("alignment_uniformity_plot: pass `data` (STS pairs) to compute the points, or a DataFrame "
+                         "of them")
+    else: table = alignment_uniformity_table(models, data, threshold, sample_size, seed, batch_size)
     return _finish(_draw_alignment_uniformity(table, connect, title), table, path)
 
-def _draw_alignment_uniformity(table:pd.DataFrame, connect:bool, title:str|None) -> Figure:
-    colours = palette(len(table))
-    with plot_style():
-        fig, axes = new_figure(1, 1, panel_size=(4.0, 3.4)); ax = axes[0, 0]
-        if connect: ax.plot(table["uniformity"], table["alignment"], color="grey", lw=1, zorder=1)
-        for c, (_, r) in zip(colours, table.iterrows()):
-            ax.scatter([r["uniformity"]], [r["alignment"]], s=40, color=c, zorder=2)
-            ax.annotate(str(r["model"]), (r["uniformity"], r["alignment"]), xytext=(5, 3), textcoords="offset points", fontsize=8)
-        ax.set(xlabel=r"$\ell_{\mathrm{uniform}}$ (lower: more uniform)", ylabel=r"$\ell_{\mathrm{align}}$ (lower: better aligned)",
-               title=title or "alignment vs uniformity")
-        ax.margins(0.2)
-    return fig
-
-# %% ../nbs/10_plots.ipynb #43f205f7
-def results_table(results:pd.DataFrame, # long (model, task, value columns) or wide (one row per model, one column per task)
-                  model_col:str="model", task_col:str="task", value_col:str="spearman",
-                  tasks=None, # tasks (columns) to keep, in order (default: all, in order of appearance)
-                  average:bool=True, # add an "avg" column over `tasks`
-                 ) -> pd.DataFrame:
-    "A wide table, one row per model and one column per task (plus `avg`), from a long or wide results table."
-    if not isinstance(results, pd.DataFrame): raise TypeError(f"results: expected a pandas DataFrame, got {type(results).__name__}")
-    if task_col in results.columns:
-        _check_columns(results, [model_col, task_col, value_col], "results")
-        wide = results.pivot_table(index=model_col, columns=task_col, values=value_col, aggfunc="mean", sort=False)
-        wide = wide[list(pd.unique(results[task_col]))]
-    else: wide = (results.set_index(model_col) if model_col in results.columns else results).select_dtypes("number")
-    if tasks is not None:
-        missing = [t for t in tasks if t not in wide.columns]
-        if missing: raise ValueError(f"results: no score for task(s) {missing}; it has {list(wide.columns)}")
-        wide = wide[list(tasks)]
-    wide = wide.drop(columns=[c for c in ("avg",) if c in wide.columns]).copy()
-    if average: wide["avg"] = wide.mean(axis=1)
-    wide.columns.name, wide.index.name = task_col, model_col
-    return wide
-
 # %% ../nbs/10_plots.ipynb #9cdc2113
-def sts_bar_chart(results:pd.DataFrame, # see `results_table`
+def sts_bar_chart(results:pd.DataFrame, # see `sentcl.analysis.results_table`
                   model_col:str="model", task_col:str="task", value_col:str="spearman", tasks=None, average:bool=True,
                   ylabel:str="Spearman correlation", title:str|None=None, path=None) -> FigureResult:
     "Grouped bars per STS task, one colour per model (PairSupCon Fig. 1a); data = the wide table."
@@ -581,6 +280,22 @@ def sts_bar_chart(results:pd.DataFrame, # see `results_table`
     return _finish(fig, wide, path)
 
 # %% ../nbs/10_plots.ipynb #d289468d
+def _draw_sweep_panel(ax, sub:pd.DataFrame, x:str, hue:str|None, colours:dict):
+    "One panel of `sweep_chart`: a line with std error bars per `hue` value, the best mean starred."
+    for h, colour in colours.items():
+        s = sub if h is None else sub[sub[hue] == h]
+        ax.errorbar(s[x], s["mean"], yerr=s["std"].fillna(0), marker="o", ms=4, capsize=2, lw=1.4,
+                    color=colour, label=None if h is None else f"{hue} = {h}")
+    best = sub.loc[sub["mean"].idxmax()]
+    ax.plot([best[x]], [best["mean"]], marker="*", ms=11, color="black", ls="", zorder=3)
+
+def _tick_swept_values(ax, values:pd.Series):
+    "Tick exactly the values swept when they are few and numeric (after the axis scale is set)."
+    if pd.api.types.is_numeric_dtype(values) and values.nunique() <= 12:
+        ax.set_xticks(sorted(values.unique())); ax.xaxis.set_minor_locator(NullLocator())
+        ax.xaxis.set_major_formatter(FormatStrFormatter("%g"))
+
+# %% ../nbs/10_plots.ipynb #fbe941ff
 def sweep_chart(results:pd.DataFrame, # one row per run
                 x:str, # hyper-parameter on the x-axis
                 y:str="avg", # score column
@@ -589,10 +304,8 @@ def sweep_chart(results:pd.DataFrame, # one row per run
                 logx:bool=False, # logarithmic x-axis (temperatures, learning rates)
                 sharey:bool=False, # one y-scale for all panels
                 ylabel:str|None=None, title:str|None=None, path=None) -> FigureResult:
-    "Score against a hyper-parameter, lines per `hue`, panels per `col`, mean ± std over repeated runs; best point starred."
-    _check_columns(results, [c for c in (x, y, hue, col) if c], "sweep_chart results")
-    keys = [c for c in (col, hue, x) if c]
-    stats = results.groupby(keys, sort=True)[y].agg(["mean", "std", "count"]).reset_index()
+    "Score against a hyper-parameter, lines per `hue`, panels per `col`, mean ± std over repeated runs; best starred."
+    stats = sweep_stats(results, x, y, hue, col)
     panels = list(pd.unique(results[col])) if col else [None]  # order of appearance
     lines = list(pd.unique(results[hue])) if hue else [None]
     colours = dict(zip(lines, palette(len(lines))))
@@ -600,16 +313,10 @@ def sweep_chart(results:pd.DataFrame, # one row per run
         fig, axes = new_figure(*_grid(len(panels), None), panel_size=(3.4, 2.8), sharey=sharey)
         for ax, p in zip(axes.flat, panels):
             sub = stats if p is None else stats[stats[col] == p]
-            for h in lines:
-                s = sub if h is None else sub[sub[hue] == h]
-                ax.errorbar(s[x], s["mean"], yerr=s["std"].fillna(0), marker="o", ms=4, capsize=2, lw=1.4,
-                            color=colours[h], label=None if h is None else f"{hue} = {h}")
-            best = sub.loc[sub["mean"].idxmax()]
-            ax.plot([best[x]], [best["mean"]], marker="*", ms=11, color="black", ls="", zorder=3)
-            ax.set(xlabel=x, ylabel=ylabel or y, title=None if p is None else f"{col} = {p}", xscale="log" if logx else "linear")
-            if pd.api.types.is_numeric_dtype(sub[x]) and sub[x].nunique() <= 12:  # tick exactly the values swept
-                ax.set_xticks(sorted(sub[x].unique())); ax.xaxis.set_minor_locator(NullLocator())
-                ax.xaxis.set_major_formatter(FormatStrFormatter("%g"))
+            _draw_sweep_panel(ax, sub, x, hue, colours)
+            ax.set(xlabel=x, ylabel=ylabel or y, title=None if p is None else f"{col} = {p}",
+                   xscale="log" if logx else "linear")
+            _tick_swept_values(ax, sub[x])
         for ax in axes.flat[len(panels):]: ax.set_axis_off()
         if hue: axes[0, 0].legend(frameon=False)
         if title: fig.suptitle(title)

@@ -27,7 +27,8 @@ log = logging.getLogger(__name__)
 
 class View:
     "Examples plus a deterministic, resumable batch order; subclasses define `make_batch`."
-    name = ""
+    name = "" # registry name, a key of VIEWS
+    corpus = "" # the kind of corpus it reads: a key of `sentcl.data.DEFAULT_CORPUS`
 
     def __init__(self, n: int): self.n = n
     def __len__(self): return self.n
@@ -61,7 +62,7 @@ def _nli_frame(data, view: str) -> pd.DataFrame:
 # %% ../nbs/05_views.ipynb #314ae5f6
 class PairsView(View):
     "PairSupCon: (premise, hypothesis, entailed) with neutral pairs dropped."
-    name = "pairs"
+    name, corpus = "pairs", "nli"
 
     def __init__(self, data):
         if isinstance(data, pd.DataFrame) and {"sentence", "positive", "hard_negative"} <= set(data.columns):
@@ -81,7 +82,7 @@ class PairsView(View):
 # %% ../nbs/05_views.ipynb #e5e51c4f
 class NLI3View(View):
     "SBERT softmax classification: (premise, hypothesis, label id) with all three labels."
-    name = "nli3"
+    name, corpus = "nli3", "nli"
 
     def __init__(self, data):
         df = _nli_frame(data, self.name)
@@ -96,7 +97,7 @@ class NLI3View(View):
 # %% ../nbs/05_views.ipynb #5cbf9b7a
 class PremiseGroupsView(NLI3View):
     "Liao SupCon: NLI rows with premise-group ids; whole groups per batch (shuffle=True) or official windows."
-    name = "premise_groups"
+    name, corpus = "premise_groups", "nli"
 
     def __init__(self, data, shuffle: bool = True): # False: the official unshuffled order
         super().__init__(data)
@@ -132,7 +133,7 @@ def _sentences(data, view: str) -> list[str]:
 
 class DropoutView(View):
     "SimCSE unsupervised: each sentence once; the method encodes it twice under different dropout."
-    name = "dropout"
+    name, corpus = "dropout", "sentences"
 
     def __init__(self, data):
         self.sentence = _sentences(data, self.name)
@@ -154,7 +155,7 @@ class NegationView(DropoutView):
 # %% ../nbs/05_views.ipynb #5eb52c97
 class TripletsView(View):
     "SimCSE supervised: (sentence, positive, hard_negative) = (premise, entailment, contradiction)."
-    name = "triplets"
+    name, corpus = "triplets", "nli"
 
     def __init__(self, data):
         if isinstance(data, pd.DataFrame) and not {"sentence", "positive", "hard_negative"} <= set(data.columns):
@@ -177,7 +178,7 @@ def _no_length_warning():
 
 class SpansView(View):
     "DeCLUTR: anchors and positives sampled from each document (batch_size counts documents)."
-    name = "spans"
+    name, corpus = "spans", "documents"
 
     def __init__(self, data, tokenizer=None, num_anchors: int = 2, num_positives: int = 2,
                  min_span: int = 32, max_span: int = 512,

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from sentcl.data import SAMPLES_DIR
-from sentcl.eval import RESULTS_SCHEMA, STS_AGGREGATION_BY_PAPER, TASK_FIELDS, add_eval_arguments, run_eval
+from sentcl.cli import add_eval_arguments, run_eval
+from sentcl.eval import RESULTS_SCHEMA, STS_AGGREGATION_BY_PAPER, TASK_FIELDS
 
 SHARED = Path(os.environ.get("SENTCL_SHARED_DATA", Path(__file__).resolve().parents[2]/"shared"/"data"))
 
@@ -134,7 +135,8 @@ MTEB_ALL_MINILM_L6_V2 = {"sts12": 72.369, "sts13": 80.603, "sts14": 75.6, "sts15
 def test_default_model_matches_published_mteb_sts(tmp_path):
     import pandas as pd
     from sentcl.data import load_sts
-    from sentcl.eval import as_encoder, cosine_rows, embed_unique, spearman100
+    from sentcl.eval import spearman100
+    from sentcl.evalcore import as_encoder, cosine_rows, embed_unique
     out = tmp_path/"sts.json"
     assert eval_cli("--model", "default", "--tasks", "sts", "--data-dir", SHARED, "--out", out) == 0
     t = json.loads(out.read_text())["tasks"]
@@ -145,3 +147,13 @@ def test_default_model_matches_published_mteb_sts(tmp_path):
     emb, rows = embed_unique(as_encoder("default"), list(df.sentence1) + list(df.sentence2), task="sickr")
     n = len(df)
     assert spearman100(cosine_rows(emb[rows[:n]], emb[rows[n:]]), df.score) == pytest.approx(MTEB_ALL_MINILM_L6_V2["sickr_all_splits"], abs=0.006)
+
+
+def test_evaluation_modules_load_no_torch_or_sklearn():
+    "Importing the evaluation and analysis modules loads neither torch nor scikit-learn (they load when first used)."
+    import subprocess, sys
+    code = ("import sys, sentcl.eval, sentcl.senteval, sentcl.analysis, sentcl.error_analysis; "
+            "print(sorted(m for m in ('torch', 'transformers', 'sklearn') if m in sys.modules))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.strip() == "[]"

@@ -8,11 +8,9 @@ import warnings
 import pytest
 import torch
 
+from sentcl import data, views
 from sentcl.encoders import SentenceEncoder
 from sentcl.methods import METHODS, build_method
-
-views = pytest.importorskip("sentcl.views")
-data = pytest.importorskip("sentcl.data")
 
 # data for each view, from sentcl/samples (small view kwargs so the short sample documents qualify)
 SMALL_SPANS = {"num_anchors": 2, "num_positives": 2, "min_span": 8, "max_span": 32}

@@ -40,3 +40,14 @@ def test_headless_run_uses_agg_and_writes_both_formats(tmp_path):
 def test_explicit_backend_is_respected(tmp_path):
     got = _probe(tmp_path, MPLBACKEND="svg")
     assert got["backend"].lower() == "svg"
+
+
+def test_analysis_numbers_need_no_matplotlib():
+    "sentcl.analysis and sentcl.error_analysis compute the figures' numbers without importing matplotlib or seaborn."
+    code = ("import sys, numpy as np, pandas as pd, sentcl.analysis as A, sentcl.error_analysis as E; "
+            "x = np.random.default_rng(0).normal(size=(20, 4)); "
+            "A.alignment(x, x + 0.1); A.uniformity(x); E.rank_error_table(x[:, 0], x[:, 1]); "
+            "print(sorted(m for m in ('matplotlib', 'seaborn') if m in sys.modules))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.strip() == "[]"

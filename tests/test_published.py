@@ -86,13 +86,14 @@ def test_schema(paper):
 
 def test_columns_use_a_known_vocabulary():
     "sentcl's task names where sentcl has the task, SentEval's lower-cased otherwise, and a few derived columns."
-    from sentcl.eval import CLUSTERING_TASKS, FEWSHOT_TASKS, STS_TASKS, TRANSFER_TASKS
+    from sentcl.data import CLUSTERING_SETS, STS_TASKS, TRANSFER_SETS
+    from sentcl.eval import FEWSHOT_TASKS
     senteval_only = {"sst5", "sicke", "snli", "imagecaptionretrieval", "mrpc_f1",
                      "length", "wordcontent", "depth", "topconstituents", "bigramshift", "tense", "subjnumber",
                      "objnumber", "oddmanout", "coordinationinversion"}
     derived = {"avg", "sts", "clustering_acc", "downstream", "probing", "delta", "downstream_wo_snli", "delta_wo_snli",
                "soft_negative_peak", "negative_peak", "r_g", "r_e", "n", "avg_words", "clusters", "largest", "smallest"}
-    known = set(STS_TASKS) | set(CLUSTERING_TASKS) | set(TRANSFER_TASKS) | set(FEWSHOT_TASKS) | senteval_only | derived
+    known = set(STS_TASKS) | set(CLUSTERING_SETS) | set(TRANSFER_SETS) | set(FEWSHOT_TASKS) | senteval_only | derived
     for paper in PAPERS:
         for tid, t in raw(paper)["tables"].items():
             assert set(t["columns"]) <= known, (paper, tid, set(t["columns"]) - known)

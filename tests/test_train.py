@@ -9,9 +9,9 @@ import pytest
 import torch
 from torch import nn
 
+from sentcl.gradients import compute_gradients
 from sentcl.methods import METHODS, build_method
-from sentcl.train import TrainRun, compute_gradients, load_training_data, resolve
-from sentcl.views import build_view
+from sentcl.train import RunOptions, resolve, training_view
 
 ROOT = Path(__file__).resolve().parents[1]
 SENTCL = str(Path(sys.executable).parent / "sentcl")
@@ -21,15 +21,14 @@ def method_and_batch(name, batch_size=8, dropout=False, seed=0):
     """A method on the tiny encoder and one batch of its view from the bundled samples."""
     if name == "declutr":
         batch_size = 2  # documents: the bundled sample has three
-    run = TrainRun(method=name, model="tiny", preset="cpu-smoke", batch_size=batch_size)
-    cls, cfg, _ = resolve(run)
+    cfg, options = resolve(name, {"model": "tiny", "batch_size": batch_size}, RunOptions(preset="cpu-smoke"))
     torch.manual_seed(seed)
     method = build_method(name, "tiny", cfg)
     if not dropout:
         for m in method.modules():
             if isinstance(m, nn.Dropout):
                 m.p = 0.0
-    view = build_view(cls.view, load_training_data(run, cls.view), tokenizer=method.encoder.tokenizer, **cfg.view_kwargs)
+    view = training_view(method, options)
     batch = next(iter(view.batches(cfg.batch_size, seed=0, epoch=0)))
     return method, batch
 
@@ -66,7 +65,7 @@ def _ddp_worker(rank, world_size, port, name, out):
     import torch.distributed as dist
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     dist.init_process_group("gloo", rank=rank, world_size=world_size)
-    from sentcl.train import average_gradients, rank_slice
+    from sentcl.gradients import average_gradients, rank_slice
     method, batch = method_and_batch(name)
     method.train()
     torch.manual_seed(1)
