@@ -116,8 +116,17 @@ def add_eval_arguments(p:argparse.ArgumentParser, # the parser (or subparser) to
                    help="a data folder in the sentcl layout (default: $SENTCL_DATA, else the dataset hub)")
     p.add_argument("--out", default=None, help="write the results JSON here")
     p.add_argument("--batch-size", type=int, default=64, help="encoding batch size")
+    p.add_argument("--protocol", default="senteval", choices=("senteval", "pairsupcon", "sncse"),
+                   help="the paper script to follow: senteval (SimCSE, DeCLUTR, Liao: no truncation), pairsupcon "
+                   "(64 tokens), sncse (' .' appended, no truncation); see sentcl.eval.PROTOCOLS")
     p.add_argument("--max-length", type=int, default=None,
-                   help="token limit for STS and transfer (clustering uses 64, as PairSupCon)")
+                   help="token limit for STS and transfer, over the protocol's (clustering uses 64, as PairSupCon)")
+    p.add_argument("--pooling", default=None, choices=("mean", "cls", "cls_before_pooler", "mask"),
+                   help="pooling to score the model with (default: the folder's own); released SimCSE: "
+                   "cls_before_pooler (unsup) or cls (sup); released SNCSE: mask with --template")
+    p.add_argument("--template", default=None,
+                   help="prompt with {sentence} and one [MASK] for --pooling mask, e.g. SNCSE's "
+                   "'This sentence : \"{sentence}\" means [MASK] .'")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the embedding cache")
     p.add_argument("--kfold", type=int, default=10,
                    help="folds for the transfer protocols (SentEval: 10 in its test mode, 5 for prototyping)")
@@ -133,7 +142,8 @@ def run_eval(args:argparse.Namespace, # parsed `sentcl eval` options
     save = (lambda doc: write_json(args.out, doc)) if args.out else None
     try:
         res = evaluate(args.model, args.tasks, data_dir=args.data_dir, batch_size=args.batch_size,
-                       max_length=args.max_length, cache=not args.no_cache, pair_kind=args.pair_features,
+                       max_length=args.max_length, protocol=args.protocol, pooling=args.pooling,
+                       template=args.template, cache=not args.no_cache, pair_kind=args.pair_features,
                        kfold=args.kfold, on_task=save)
     except (SentclError, ValueError) as e:  # bad input: data, model, arguments
         print(f"sentcl eval: error: {e}", file=sys.stderr)

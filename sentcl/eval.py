@@ -6,7 +6,9 @@
 from __future__ import annotations
 
 import datetime as _dt
+import string
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -19,10 +21,11 @@ from .evalcore import as_encoder, cosine_rows, embed_unique, load_task_data, rem
 from .senteval import eval_fewshot, eval_transfer
 
 # %% auto #0
-__all__ = ['STS_SUBSET_TASKS', 'FEWSHOT_TASKS', 'TASK_GROUPS', 'STS_AGGREGATION_BY_PAPER', 'CLUSTERING_MAX_LENGTH',
-           'RESULTS_SCHEMA', 'TASK_FIELDS', 'task_kind', 'resolve_tasks', 'spearman100', 'sts_correlations', 'eval_sts',
-           'sts_dev_score', 'cluster_accuracy', 'kmeans_scores', 'eval_clustering', 'run_settings', 'results_document',
-           'averages', 'evaluate_task', 'evaluate', 'format_table']
+__all__ = ['STS_SUBSET_TASKS', 'FEWSHOT_TASKS', 'TASK_GROUPS', 'STS_AGGREGATION_BY_PAPER', 'NO_SUBFILES', 'PROTOCOLS',
+           'CLUSTERING_MAX_LENGTH', 'RESULTS_SCHEMA', 'TASK_FIELDS', 'task_kind', 'resolve_tasks', 'spearman100',
+           'sts_correlations', 'eval_sts', 'Protocol', 'add_final_period', 'model_token_limit', 'FinalPeriodEncoder',
+           'protocol_encoder', 'sts_dev_score', 'cluster_accuracy', 'kmeans_scores', 'eval_clustering', 'run_settings',
+           'results_document', 'averages', 'evaluate_task', 'evaluate', 'format_table']
 
 # %% ../nbs/09_eval.ipynb #b6942edb
 STS_SUBSET_TASKS = STS_TASKS[:5]  # STS12-16: scored per source sub-file
@@ -85,6 +88,9 @@ def sts_correlations(similarity, gold, # (n,) model similarities and gold scores
             "wmean": round(float((rhos * sizes).sum() / sizes.sum()), 2), "n": int(len(gold)), "subsets": subsets}
 
 # %% ../nbs/09_eval.ipynb #06b2d448
+NO_SUBFILES = ("mean and wmean need the sub-file of each pair, which this copy of the data lacks (the hub copies "
+               "do); use a data directory in sentcl's layout (see sentcl.data) for them")
+
 def eval_sts(encoder, # a `SentenceEncoder` (see `embed_unique`)
              task:str, # one of STS_TASKS, or an `sts/<task>` folder of the data directory
              split:str="test", # split of STS-B and SICK-R; STS12-16 have only test
@@ -98,15 +104,69 @@ def eval_sts(encoder, # a `SentenceEncoder` (see `embed_unique`)
     emb, rows = embed_unique(encoder, list(df["sentence1"]) + list(df["sentence2"]), task=task, batch_size=batch_size,
                              cache=cache)
     similarity = cosine_rows(emb[rows[:n]], emb[rows[n:]])  # (n,)
+    if task in STS_SUBSET_TASKS and df["source"].nunique() == 1:  # a copy without sub-files (the hub's)
+        return {"all": round(spearman100(similarity, df["score"]), 2), "mean": None, "wmean": None, "n": n,
+                "subsets": {}, "split": split, "unavailable": NO_SUBFILES}
     if task in STS_SUBSET_TASKS: return {**sts_correlations(similarity, df["score"], df["source"]), "split": split}
     return {"spearman": round(spearman100(similarity, df["score"]), 2), "n": n, "split": split}
+
+# %% ../nbs/09_eval.ipynb #c1126b33
+@dataclass(frozen=True)
+class Protocol:
+    "How one paper's evaluation script feeds sentences to the model."
+    name:str
+    max_length:int|None # tokens per sentence; None: the model's own limit (no truncation below it)
+    final_period:bool = False # append " ." to a sentence that does not end in punctuation
+    script:str = "" # the script it follows
+
+PROTOCOLS = {p.name: p for p in (
+    Protocol("senteval", None, script="SentEval as SimCSE, DeCLUTR and Liao call it: padding=True, no truncation"),
+    Protocol("pairsupcon", 64, script="PairSupCon's DownstreamEval: padding='max_length', max_length=64"),
+    Protocol("sncse", None, True, script="SNCSE's bert_prediction.py: ' .' appended when punctuation is missing"))}
+
+def add_final_period(sentence:str) -> str:
+    "`sentence` stripped, with ' .' appended unless it ends in ASCII punctuation (SNCSE's evaluation)."
+    s = sentence.strip()
+    return s if s and s[-1] in string.punctuation else s + " ."
+
+# %% ../nbs/09_eval.ipynb #72aaada5
+def model_token_limit(encoder) -> int:
+    "The most tokens `encoder`'s transformer takes (its position table, less RoBERTa's offset); else its setting."
+    config = getattr(getattr(encoder, "model", None), "config", None)
+    positions = getattr(config, "max_position_embeddings", None)
+    if positions is None: return encoder.settings.max_length
+    offset = (config.pad_token_id or 0) + 1 if config.model_type in ("roberta", "xlm-roberta", "camembert") else 0
+    return min(512, positions - offset)
+
+class FinalPeriodEncoder:
+    "An encoder that passes every sentence through `add_final_period` first; cached apart from the plain one."
+    def __init__(self, encoder): self.encoder, self.name_or_path = encoder, getattr(encoder, "name_or_path", "")
+    @property
+    def settings(self): return self.encoder.settings
+    def with_settings(self, **changes): return FinalPeriodEncoder(self.encoder.with_settings(**changes))
+    def fingerprint(self, settings=None) -> str: return f"{self.encoder.fingerprint(settings)}|final-period"
+    def encode(self, sentences, **kwargs): return self.encoder.encode([add_final_period(s) for s in sentences], **kwargs)
+
+# %% ../nbs/09_eval.ipynb #b40f6c5b
+def protocol_encoder(encoder, # a `SentenceEncoder` (or anything with `settings`, `with_settings`, `encode`)
+                     protocol:str="senteval", # a key of `PROTOCOLS`
+                     max_length:int|None=None, # wins over the protocol's length when given
+                    ):
+    "`encoder` as `protocol` evaluates: its token limit (not the training length a folder keeps) and text clean-up."
+    if protocol not in PROTOCOLS:
+        raise SentclError(f"unknown evaluation protocol {protocol!r}; choose one of {', '.join(PROTOCOLS)}")
+    p = PROTOCOLS[protocol]
+    encoder = encoder.with_settings(max_length=max_length or p.max_length or model_token_limit(encoder))
+    return FinalPeriodEncoder(encoder) if p.final_period else encoder
 
 # %% ../nbs/09_eval.ipynb #586f80b6
 def sts_dev_score(encoder, data_dir=None, batch_size:int=64,
                   cache:bool=False, # off by default: during training the weights change between calls
+                  protocol:str="senteval", # a key of `PROTOCOLS`: the length and clean-up of the dev evaluation
                  ) -> float:
     "STS-B dev cosine Spearman ×100, the model-selection score of SimCSE and SNCSE."
-    return eval_sts(encoder, "stsb", split="dev", data_dir=data_dir, batch_size=batch_size, cache=cache)["spearman"]
+    return eval_sts(protocol_encoder(encoder, protocol), "stsb", split="dev", data_dir=data_dir, batch_size=batch_size,
+                    cache=cache)["spearman"]
 
 # %% ../nbs/09_eval.ipynb #0fec3574
 def cluster_accuracy(y_true, # gold labels (any hashable)
@@ -165,8 +225,8 @@ RESULTS_SCHEMA = {
     "created": "ISO-8601 UTC time of the run",
     "versions": "installed versions of the packages that decide the numbers (sentcl.core.package_versions)",
     "git": "sentcl's git commit ('-dirty' when modified), null outside a checkout",
-    "settings": "batch_size, max_length, cache, data_dir, pooling, template, pair_features, clustering_max_length, "
-                "kfold",
+    "settings": "protocol, batch_size, max_length, final_period, cache, data_dir, pooling, template, pair_features, "
+                "clustering_max_length, kfold",
     "tasks": "one entry per task name; its fields depend on the kind of task, see TASK_FIELDS",
     "avg": "group averages, each only when its whole group ran: sts (STS12-16 'all' + STS-B + SICK-R), sts_mean, "
            "sts_wmean (same with 'mean'/'wmean'), clustering_acc, clustering_nmi, transfer, fewshot",
@@ -175,6 +235,7 @@ RESULTS_SCHEMA = {
 }
 TASK_FIELDS = {
     "sts12..sts16": ("all", "mean", "wmean", "n", "split", "subsets"),  # subsets: {source: {"spearman", "n"}}
+    # without sub-files (hub copies): mean and wmean are None and "unavailable" says why
     "stsb, sickr": ("spearman", "n", "split"),
     "clustering": ("acc_mean", "acc_std", "nmi_mean", "nmi_std", "k", "n", "seeds", "acc", "nmi"),
     "mr, cr, subj, mpqa": ("acc", "devacc", "n", "protocol"),
@@ -184,10 +245,12 @@ TASK_FIELDS = {
 }
 
 # %% ../nbs/09_eval.ipynb #3bb1137d
-def run_settings(encoder, batch_size:int, cache:bool, data_dir, pair_kind:str, kfold:int) -> dict:
+def run_settings(encoder, batch_size:int, cache:bool, data_dir, pair_kind:str, kfold:int,
+                 protocol:str="senteval") -> dict:
     "The `settings` entry of a results document: `evaluate`'s arguments and the encoder's settings."
     s = encoder.settings
-    return {"batch_size": batch_size, "max_length": s.max_length, "cache": cache,
+    return {"protocol": protocol, "batch_size": batch_size, "max_length": s.max_length,
+            "final_period": PROTOCOLS[protocol].final_period, "cache": cache,
             "data_dir": None if data_dir is None else str(data_dir), "pooling": s.pooling, "template": s.template,
             "pair_features": pair_kind, "clustering_max_length": CLUSTERING_MAX_LENGTH, "kfold": kfold}
 
@@ -210,8 +273,9 @@ def averages(tasks:dict, # the `tasks` entry of a results document
     avg = {}
     if all(t in tasks for t in STS_TASKS):
         for agg, key in (("all", "sts"), ("mean", "sts_mean"), ("wmean", "sts_wmean")):
-            avg[key] = mean([tasks[t][agg] for t in STS_SUBSET_TASKS]
-                            + [tasks[t]["spearman"] for t in STS_TASKS if t not in STS_SUBSET_TASKS])
+            values = [tasks[t][agg] for t in STS_SUBSET_TASKS]
+            avg[key] = None if None in values else mean(values + [tasks[t]["spearman"] for t in STS_TASKS
+                                                                  if t not in STS_SUBSET_TASKS])
     if all(t in tasks for t in CLUSTERING_SETS):
         avg["clustering_acc"] = mean([tasks[t]["acc_mean"] for t in CLUSTERING_SETS])
         avg["clustering_nmi"] = mean([tasks[t]["nmi_mean"] for t in CLUSTERING_SETS])
@@ -241,7 +305,10 @@ def evaluate(model, # a model spec ('default', 'tiny', a folder, a hub id) or an
              tasks="sts", # task names and groups, see `resolve_tasks`
              data_dir=None, # data folder in sentcl's layout (default: $SENTCL_DATA, else the hub)
              batch_size:int=64, # encoding batch size
-             max_length:int|None=None, # token limit for STS and transfer (clustering: CLUSTERING_MAX_LENGTH)
+             max_length:int|None=None, # token limit for STS and transfer; None: the protocol's (clustering: 64)
+             protocol:str="senteval", # a key of `PROTOCOLS`: the paper script whose length and clean-up to follow
+             pooling:str|None=None, # pooling (e.g. 'cls' for released SimCSE); None: the model's own
+             template:str|None=None, # prompt template of 'mask' pooling (released SNCSE); None: the model's own
              cache:bool=True, # read and write the embedding cache
              pair_kind:str="senteval", # MRPC pair features, see `senteval_pair_features`
              kfold:int=10, # folds of the transfer protocols
@@ -250,8 +317,9 @@ def evaluate(model, # a model spec ('default', 'tiny', a folder, a hub id) or an
             ) -> dict:
     "Evaluate `model` on `tasks`; returns the results document (see `RESULTS_SCHEMA`)."
     names, log = resolve_tasks(tasks), default(log, _log_stderr)
-    encoder = as_encoder(model, max_length)
-    doc = results_document(encoder, model, run_settings(encoder, batch_size, cache, data_dir, pair_kind, kfold))
+    encoder = protocol_encoder(as_encoder(model, pooling=pooling, template=template), protocol, max_length)
+    settings = run_settings(encoder, batch_size, cache, data_dir, pair_kind, kfold, protocol)
+    doc = results_document(encoder, model, settings)
     for name in names:
         log(f"sentcl eval: {name} ({task_kind(name)})")
         doc["tasks"][name] = evaluate_task(encoder, name, data_dir, batch_size, cache, pair_kind, kfold)
@@ -261,6 +329,7 @@ def evaluate(model, # a model spec ('default', 'tiny', a folder, a hub id) or an
 
 # %% ../nbs/09_eval.ipynb #4d747e18
 def _num(x) -> str: return "" if x is None else f"{x:.2f}"
+def _agg(x) -> str: return "n/a" if x is None else f"{x:.2f}"  # an STS12-16 aggregate the data cannot give
 
 def _sts_lines(tasks:dict, names:list) -> list[str]:
     "The STS block: all/mean/wmean for STS12-16, one Spearman for the others, and who reports which aggregate."
@@ -269,7 +338,9 @@ def _sts_lines(tasks:dict, names:list) -> list[str]:
         r = tasks[t]
         if "all" in r: vals, label = (r["all"], r["mean"], r["wmean"]), t
         else: vals, label = (r["spearman"], None, None), f"{t} ({r['split']})"
-        lines.append(f"{label:<22}" + "".join(f"{_num(v):>8}" for v in vals) + f"{r['n']:>8}")
+        fmt = _agg if "all" in r else _num
+        lines.append(f"{label:<22}" + "".join(f"{fmt(v):>8}" for v in vals) + f"{r['n']:>8}")
+    if any("unavailable" in tasks[t] for t in names): lines.append(f"n/a: {NO_SUBFILES}")
     if any(t in STS_SUBSET_TASKS for t in names):
         lines += ["STS12-16 aggregates, and who reports which:"]
         lines += [f"  {k:<6}{v}" for k, v in STS_AGGREGATION_BY_PAPER.items()]
@@ -307,5 +378,5 @@ def format_table(results:dict, # a results document
     for kind, block in _TABLE_BLOCKS.items():
         names = [t for t in tasks if task_kind(t) == kind]
         if names: lines += block(tasks, names)
-    if results.get("avg"): lines += ["", "averages: " + ", ".join(f"{k} {_num(v)}" for k, v in results["avg"].items())]
+    if results.get("avg"): lines += ["", "averages: " + ", ".join(f"{k} {_agg(v)}" for k, v in results["avg"].items())]
     return "\n".join(lines)

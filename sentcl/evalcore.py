@@ -80,15 +80,18 @@ def _load_error(model, e:Exception) -> str:
 
 def as_encoder(model, # a model spec ('default', 'tiny', a folder or a hub id), or an encoder (has `.encode`)
                max_length:int|None=None, # token limit of the returned encoder (default: the model's)
+               pooling:str|None=None, # pooling of the returned encoder (default: the model's)
+               template:str|None=None, # prompt template ('mask' pooling; default: the model's)
               ):
-    "A `SentenceEncoder` for a model spec, or the encoder given (sharing its weights at another `max_length`)."
+    "A `SentenceEncoder` for a model spec, or the encoder given (sharing its weights under the settings given)."
+    changes = {k: v for k, v in dict(max_length=max_length, pooling=pooling, template=template).items() if exists(v)}
     if not isinstance(model, (str, os.PathLike)):
         if not callable(getattr(model, "encode", None)):
             raise SentclError(f"model: expected a model name or path, or an encoder with .encode(), got "
                               f"{type(model).__name__}; pass e.g. 'default' or a SentenceEncoder")
-        return model.with_settings(max_length=max_length) if exists(max_length) else model
+        return model.with_settings(**changes) if changes else model
     from sentcl.encoders import SentenceEncoder  # here, not at the top: torch loads only when a model is loaded
-    try: return SentenceEncoder(str(model), max_length=max_length)
+    try: return SentenceEncoder(str(model), **changes)
     except SentclError: raise
     except Exception as e: raise SentclError(_load_error(model, e)) from None
 

@@ -41,6 +41,7 @@ class MethodConfig:
     train_pooling:str = "mean" # encoder pooling while training
     eval_pooling:str = "mean" # encoder pooling of the saved model
     eval_template:str|None = None # prompt template of the saved model ('mask' pooling only)
+    eval_protocol:str = "senteval" # the paper's evaluation script, a key of `sentcl.eval.PROTOCOLS` (dev and test)
     select_on_dev:bool = False # keep the checkpoint with the best STS-B dev Spearman
     eval_every:int|None = None # steps between dev evaluations (None: only at the end)
     grad_clip:float|None = None # max gradient norm (None: no clipping)

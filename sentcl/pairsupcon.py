@@ -34,6 +34,7 @@ class PairSupConConfig(MethodConfig):
     hard_negatives:bool = True # HardNeg weighting of negatives (False: Eq. 1)
     weighting:str = "code" # "code" (released) or "paper" (Eq. 3)
     head_dim:int = 128 # contrast-head output size
+    eval_protocol:str = "pairsupcon" # DownstreamEval: sentences cut at 64 tokens
 
 # %% ../nbs/07c_pairsupcon.ipynb #6e2b0e9f
 class PairSupCon(Method):

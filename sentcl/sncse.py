@@ -32,6 +32,7 @@ class SNCSEConfig(MethodConfig):
     train_pooling:str = "mask"
     eval_pooling:str = "mask"
     eval_template:str|None = SNCSE_ANCHOR_TEMPLATE
+    eval_protocol:str = "sncse" # its scripts append ' .' to unpunctuated sentences and do not truncate
     anchor_template:str = SNCSE_ANCHOR_TEMPLATE # template A, for h
     view_template:str = SNCSE_VIEW_TEMPLATE # template B, for h+ and h#
     select_on_dev:bool = True

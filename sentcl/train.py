@@ -305,11 +305,13 @@ def load_training_data(view:str, options:RunOptions):
     "The corpus view `view` reads: `options.train_data`, or the default corpus of the view's kind."
     return load_corpus(options.train_data, VIEWS[view].corpus, options.data_dir)
 
-def sts_dev(data_dir=None) -> Callable:
-    "The default dev evaluation: an encoder's STS-B dev Spearman ×100, with the dev set from `data_dir`."
+def sts_dev(data_dir=None,
+            protocol:str="senteval", # the method's evaluation protocol (`MethodConfig.eval_protocol`)
+           ) -> Callable:
+    "The default dev evaluation: an encoder's STS-B dev Spearman ×100 under `protocol`, the dev set from `data_dir`."
     def score(encoder):
         from sentcl.eval import sts_dev_score  # heavy (scipy, scikit-learn) and needed only with dev selection
-        return sts_dev_score(encoder, data_dir=data_dir)
+        return sts_dev_score(encoder, data_dir=data_dir, protocol=protocol)
     return score
 
 def training_view(method:Method, options:RunOptions, data=None) -> View:
@@ -329,5 +331,5 @@ def train(method:str, # a key of `sentcl.methods.METHODS`
     seed_everything(config.seed)
     data = load_training_data(get_method(method).view, options)
     model = build_method(method, config.model, config).to(device)
-    dev_eval = default(dev_eval, sts_dev(options.data_dir))
+    dev_eval = default(dev_eval, sts_dev(options.data_dir, config.eval_protocol))
     return Trainer(model, training_view(model, options, data), options, dev_eval=dev_eval).fit()
