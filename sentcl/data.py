@@ -11,6 +11,7 @@ import io
 import logging
 import math
 import os
+import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,10 +22,11 @@ import sentcl
 from .core import SentclError, exists
 
 # %% auto #0
-__all__ = ['log', 'LABELS', 'SAMPLES_DIR', 'STS_TASKS', 'CLUSTERING_SETS', 'TRANSFER_SETS', 'UNVERIFIED', 'HUB', 'DEFAULT_CORPUS',
-           'CORPUS_KINDS', 'data_root', 'read_tsv', 'HubSource', 'hub_frame', 'normalize_label', 'load_nli',
-           'nli_triplets', 'load_nli_triplets', 'load_sts', 'load_clustering', 'load_transfer', 'read_lines',
-           'load_sentences', 'split_wikitext_articles', 'read_document', 'load_documents', 'load_corpus']
+__all__ = ['log', 'LABELS', 'SAMPLES_DIR', 'STS_TASKS', 'CLUSTERING_SETS', 'TRANSFER_SETS', 'UNVERIFIED', 'HUB', 'SENTEVAL_TAR',
+           'SENTEVAL_SICK', 'DEFAULT_CORPUS', 'CORPUS_KINDS', 'data_root', 'read_tsv', 'HubSource', 'hub_frame',
+           'senteval_member', 'senteval_tar', 'senteval_sick', 'normalize_label', 'load_nli', 'nli_triplets',
+           'load_nli_triplets', 'load_sts', 'load_clustering', 'load_transfer', 'read_lines', 'load_sentences',
+           'split_wikitext_articles', 'read_document', 'load_documents', 'load_corpus']
 
 # %% ../nbs/02_data.ipynb #ea4cd49e
 log = logging.getLogger(__name__)
@@ -125,6 +127,7 @@ class HubSource:
     splits: tuple = ()              # ((sentcl split, hub split), ...); empty = same names
     columns: tuple = ()             # ((sentcl column, hub column), ...)
     label_names: bool = False       # turn ClassLabel ids into their names
+    split_sources: tuple = ()       # ((sentcl split, HubSource), ...): splits read from another dataset
 
     def hub_split(self, split: str) -> str:
         "The hub's name for sentcl's `split`."
@@ -148,15 +151,19 @@ HUB = {
                       ("sts14", "6031580fec1f6af667f0bd2da0a551cf4f0b2375"), ("sts15", "ae752c7c21bf194d8b67fd573edf7ae58183cbe3"),
                       ("sts16", "4d8694f8f0e0100860b497b999b3dbed754a0513"))},
     ("sts", "stsb"): HubSource("mteb/stsbenchmark-sts", "b0fddb56ed78048fa8b90373c8a3cfc37b684831", splits=_TVT, columns=_STS_COLS),
-    ("sts", "sickr"): HubSource("mteb/sickr-sts", "20a6d6f312dd54037fe07a32d58e5e168867909d", splits=(("test", "test"),), columns=_STS_COLS),
     ("transfer", "mr"): HubSource("cornell-movie-review-data/rotten_tomatoes", splits=(("all", "train+validation+test"),)),
     ("transfer", "cr"): HubSource("SetFit/SentEval-CR", splits=(("all", "train+test"),)),
     ("transfer", "subj"): HubSource("SetFit/subj", splits=(("all", "train+test"),)),
-    ("transfer", "mpqa"): HubSource("jxm/mpqa", splits=(("all", "train+test"),)),
-    ("transfer", "sst2"): HubSource("SetFit/sst2", splits=_TVT),
+    ("transfer", "mpqa"): HubSource("jxm/mpqa", splits=(("all", "train+test"),),
+                                    columns=(("text", "sentence"), ("label", "label"))),
+    ("transfer", "sst2"): HubSource("stanfordnlp/sst2", "8d51e7e4887a4caaa95b3fbebbf53c0490b58bbb", splits=_TVT,
+                                    columns=(("text", "sentence"), ("label", "label")),
+                                    split_sources=(("test", HubSource("SetFit/sst2", splits=(("test", "test"),),
+                                                                      columns=(("text", "text"), ("label", "label")))),)),
     ("transfer", "trec"): HubSource("CogComp/trec", splits=(("train", "train"), ("test", "test")),
         columns=(("text", "text"), ("label", "coarse_label"), ("label_fine", "fine_label")), label_names=True),
-    ("transfer", "mrpc"): HubSource("SetFit/mrpc", splits=(("train", "train"), ("test", "test")),
+    ("transfer", "mrpc"): HubSource("SetFit/mrpc", "2e2058c90792fb6dc86125943e4d2f96a5155a6b",
+        splits=(("train", "train+validation"), ("test", "test")),
         columns=(("sentence1", "text1"), ("sentence2", "text2"), ("label", "label"))),
     ("sentences", "wiki1m"): HubSource("princeton-nlp/datasets-for-simcse", data_files="wiki1m_for_simcse.txt",
         splits=(("train", "train"),)),
@@ -167,6 +174,7 @@ HUB = {
 def hub_frame(source: HubSource, split: str, what: str) -> pd.DataFrame:
     "Load one split of a hub corpus as a DataFrame with sentcl's column names."
     import datasets
+    if split in (other := dict(source.split_sources)): return hub_frame(other[split], split, what)
     try:
         ds = datasets.load_dataset(source.path, source.config, split=source.hub_split(split),
                                    revision=source.revision, data_files=source.data_files)
@@ -182,6 +190,39 @@ def hub_frame(source: HubSource, split: str, what: str) -> pd.DataFrame:
     if cols: df = df[list(cols.values())].set_axis(list(cols), axis=1)
     df.attrs.update(source=f"{source.path}@{source.revision}:{source.hub_split(split)}")
     return df
+
+# %% ../nbs/02_data.ipynb #5d99719c
+SENTEVAL_TAR = ("princeton-nlp/datasets-for-simcse", "senteval.tar", "e145e8bb659b2aa2669f32ef79cb4cdef6c58fef")
+SENTEVAL_SICK = {"train": "SICK/SICK_train.txt", "dev": "SICK/SICK_trial.txt", "test": "SICK/SICK_test_annotated.txt"}
+
+def senteval_member(tar_path, # a tar of SentEval's data/downstream folder
+                    suffix:str, # the end of the member's path, e.g. 'SICK/SICK_test_annotated.txt'
+                   ) -> pd.DataFrame:
+    "A tab-separated SentEval file inside the tar as a DataFrame (its own header)."
+    with tarfile.open(tar_path) as tar:
+        member = next((m for m in tar.getmembers() if m.isfile() and m.name.endswith(suffix)), None)
+        if member is None: raise SentclError(f"{tar_path}: no member ending in {suffix!r}; is it SentEval's data tar?")
+        text = tar.extractfile(member).read().decode("utf-8")
+    return pd.read_csv(io.StringIO(text), sep="\t", quoting=3, dtype=str, keep_default_na=False)
+
+# %% ../nbs/02_data.ipynb #1dc22f71
+def senteval_tar() -> Path:
+    "SimCSE's senteval.tar from the hub (cached by huggingface_hub), or one error line saying what to do offline."
+    from huggingface_hub import hf_hub_download
+    repo, name, rev = SENTEVAL_TAR
+    try: return Path(hf_hub_download(repo, name, repo_type="dataset", revision=rev))
+    except Exception as e:
+        raise _missing(f"SentEval file {name}", f"hub {repo}@{rev[:7]} (no data directory given)", repo,
+                       reason=f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from None
+
+def senteval_sick(split:str) -> pd.DataFrame:
+    "SICK's SemEval split from SentEval's files: `sentence1, sentence2, score, entailment`."
+    if split not in SENTEVAL_SICK: raise SentclError(f"SICK has no split {split!r}; valid: {', '.join(SENTEVAL_SICK)}")
+    df = senteval_member(senteval_tar(), SENTEVAL_SICK[split])
+    out = pd.DataFrame({"sentence1": df["sentence_A"], "sentence2": df["sentence_B"], "score": df["relatedness_score"],
+                        "entailment": df["entailment_judgment"].str.lower()})
+    out.attrs.update(source=f"{SENTEVAL_TAR[0]}@{SENTEVAL_TAR[2][:7]}:{SENTEVAL_TAR[1]}/{SENTEVAL_SICK[split]}")
+    return out
 
 # %% ../nbs/02_data.ipynb #263ac783
 _UNLABELED = {"-", "", "-1", "none", "nan", "hidden"}
@@ -278,7 +319,8 @@ def load_sts(task: str, # one of STS_TASKS (or any `sts/<task>` folder, e.g. `st
              split: str = "test", data_dir=None) -> pd.DataFrame:
     "An STS set as `sentence1, sentence2, score, source` (`source` = sub-file for STS12-16, else the task)."
     root = data_root(data_dir)
-    if root is None:
+    if root is None and task == "sickr": df = senteval_sick(split)  # SentEval's SemEval split (no hub dataset has it)
+    elif root is None:
         if ("sts", task) not in HUB: raise _missing(f"STS task {task!r}", "the hub registry (unknown name)")
         df = hub_frame(HUB["sts", task], split, f"STS {task}:{split}")
     else:
