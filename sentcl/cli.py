@@ -110,8 +110,8 @@ def add_eval_arguments(p:argparse.ArgumentParser, # the parser (or subparser) to
     "Add the `sentcl eval` options to `p`."
     p.add_argument("--model", default="default",
                    help="'default' (all-MiniLM-L6-v2), 'tiny', a model folder or a hub id")
-    p.add_argument("--tasks", default="sts", help="comma list of tasks (sts12..sickr, agnews.., mr.., mr_fewshot..) "
-                   "or groups: sts, clustering, transfer, fewshot, all")
+    p.add_argument("--tasks", default="sts", help="comma list of tasks (sts12..sickr, agnews.., mr.., mr_fewshot.., sst5, "
+                   "sicke, tense..) or groups: sts, clustering, transfer, fewshot, all (these four), transfer_more, probing")
     p.add_argument("--data-dir", default=None,
                    help="a data folder in the sentcl layout (default: $SENTCL_DATA, else the dataset hub)")
     p.add_argument("--out", default=None, help="write the results JSON here")

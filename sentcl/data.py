@@ -12,6 +12,7 @@ import logging
 import math
 import os
 import tarfile
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,14 +20,15 @@ import numpy as np
 import pandas as pd
 
 import sentcl
-from .core import SentclError, exists
+from .core import SentclError, atomic_write, cache_dir, exists
 
 # %% auto #0
-__all__ = ['log', 'LABELS', 'SAMPLES_DIR', 'STS_TASKS', 'CLUSTERING_SETS', 'TRANSFER_SETS', 'UNVERIFIED', 'HUB', 'SENTEVAL_TAR',
-           'SENTEVAL_SICK', 'DEFAULT_CORPUS', 'CORPUS_KINDS', 'data_root', 'read_tsv', 'HubSource', 'hub_frame',
+__all__ = ['log', 'LABELS', 'SAMPLES_DIR', 'STS_TASKS', 'CLUSTERING_SETS', 'TRANSFER_SETS', 'MORE_TRANSFER_SETS',
+           'PAIR_TRANSFER_SETS', 'PROBING_TASKS', 'UNVERIFIED', 'HUB', 'SENTEVAL_TAR', 'SENTEVAL_SICK',
+           'SENTEVAL_PROBING_URL', 'DEFAULT_CORPUS', 'CORPUS_KINDS', 'data_root', 'read_tsv', 'HubSource', 'hub_frame',
            'senteval_member', 'senteval_tar', 'senteval_sick', 'normalize_label', 'load_nli', 'nli_triplets',
-           'load_nli_triplets', 'load_sts', 'load_clustering', 'load_transfer', 'read_lines', 'load_sentences',
-           'split_wikitext_articles', 'read_document', 'load_documents', 'load_corpus']
+           'load_nli_triplets', 'load_sts', 'load_clustering', 'load_transfer', 'load_probing', 'read_lines',
+           'load_sentences', 'split_wikitext_articles', 'read_document', 'load_documents', 'load_corpus']
 
 # %% ../nbs/02_data.ipynb #ea4cd49e
 log = logging.getLogger(__name__)
@@ -36,7 +38,14 @@ SAMPLES_DIR = Path(sentcl.__file__).parent/"samples"  # bundled mini data direct
 STS_TASKS = ("sts12", "sts13", "sts14", "sts15", "sts16", "stsb", "sickr")
 CLUSTERING_SETS = ("agnews", "searchsnippets", "stackoverflow", "biomedical", "tweet",
                    "googlenews_ts", "googlenews_t", "googlenews_s")
-TRANSFER_SETS = ("mr", "cr", "subj", "mpqa", "sst2", "trec", "mrpc")
+TRANSFER_SETS = ("mr", "cr", "subj", "mpqa", "sst2", "trec", "mrpc")  # the seven every paper averages
+MORE_TRANSFER_SETS = ("sst5", "sicke")  # SentEval tasks DeCLUTR also reports (train/dev/test, no average)
+PAIR_TRANSFER_SETS = ("mrpc", "sicke")  # tasks on sentence pairs: sentence1, sentence2, label
+PROBING_TASKS = {  # SentEval's probing tasks (Conneau et al., 2018): sentcl name -> SentEval's file
+    "length": "sentence_length.txt", "wordcontent": "word_content.txt", "depth": "tree_depth.txt",
+    "topconstituents": "top_constituents.txt", "bigramshift": "bigram_shift.txt", "tense": "past_present.txt",
+    "subjnumber": "subj_number.txt", "objnumber": "obj_number.txt", "oddmanout": "odd_man_out.txt",
+    "coordinationinversion": "coordination_inversion.txt"}
 
 # %% ../nbs/02_data.ipynb #94629b7e
 def data_root(data_dir=None) -> Path | None:
@@ -160,6 +169,8 @@ HUB = {
                                     columns=(("text", "sentence"), ("label", "label")),
                                     split_sources=(("test", HubSource("SetFit/sst2", splits=(("test", "test"),),
                                                                       columns=(("text", "text"), ("label", "label")))),)),
+    ("transfer", "sst5"): HubSource("SetFit/sst5", "e51bdcd8cd3a30da231967c1a249ba59361279a3", splits=_TVT,
+                                    columns=(("text", "text"), ("label", "label"))),
     ("transfer", "trec"): HubSource("CogComp/trec", splits=(("train", "train"), ("test", "test")),
         columns=(("text", "text"), ("label", "coarse_label"), ("label_fine", "fine_label")), label_names=True),
     ("transfer", "mrpc"): HubSource("SetFit/mrpc", "2e2058c90792fb6dc86125943e4d2f96a5155a6b",
@@ -351,11 +362,19 @@ def load_clustering(name: str, # one of CLUSTERING_SETS, or any `clustering/<nam
     return _int_labels(df[["text", "label"]].copy())
 
 # %% ../nbs/02_data.ipynb #9dbd9e17
+def _sick_entailment(split:str|None) -> pd.DataFrame:
+    "SICK-E from SentEval's SICK files: `sentence1, sentence2, label` (entailment / neutral / contradiction)."
+    splits = [split] if exists(split) else ["train", "dev", "test"]
+    frames = [senteval_sick(s)[["sentence1", "sentence2", "entailment"]].rename(columns={"entailment": "label"})
+              .assign(**({"split": s} if len(splits) > 1 else {})) for s in splits]
+    return _concat(frames)
+
 def load_transfer(name: str, # one of TRANSFER_SETS
                   split: str | None = None, # None: every split (with a `split` column when there are several)
                   data_dir=None) -> pd.DataFrame:
     "A SentEval transfer set: `text, label[, label_fine]` or (MRPC) `sentence1, sentence2, label`."
     root, src = data_root(data_dir), HUB.get(("transfer", name))
+    if root is None and name == "sicke": return _sick_entailment(split)
     if root is None and src is None: raise _missing(f"transfer set {name!r}", "the hub registry (unknown name)")
     has = (lambda s: s in dict(src.splits)) if root is None else (lambda s: _find_table(root, f"transfer/{name}", s) is not None)
     splits = [split] if exists(split) else ["all"] if has("all") else [s for s in ("train", "dev", "test") if has(s)]
@@ -366,11 +385,49 @@ def load_transfer(name: str, # one of TRANSFER_SETS
         else:
             p = _find_table(root, f"transfer/{name}", s)
             if p is None: raise _missing(f"transfer set {name}:{s}", root/"transfer"/name/f"{s}.tsv[.gz]", _hub_id("transfer", name))
-            df = read_tsv(p, ("sentence1", "sentence2", "label") if name == "mrpc" else ("text", "label"))
+            df = read_tsv(p, ("sentence1", "sentence2", "label") if name in PAIR_TRANSFER_SETS else ("text", "label"))
             df.attrs.pop("lines", None)
         if len(splits) > 1: df = df.assign(split=s)
         frames.append(df)
     return _int_labels(_concat(frames))
+
+# %% ../nbs/02_data.ipynb #ac40ee07
+SENTEVAL_PROBING_URL = ("https://raw.githubusercontent.com/facebookresearch/SentEval/"
+                        "5d6dc117d1ac30357ddaeb7347fb5684e9b87015/data/probing/{file}")
+_PROBING_SPLITS = {"tr": "train", "va": "dev", "te": "test"}
+
+def _probing_file(task:str, data_dir) -> Path:
+    "The SentEval file of probing `task`: in the data directory, else downloaded (once) into the cache."
+    name, root = PROBING_TASKS[task], data_root(data_dir)
+    if root is not None:
+        p = next((q for q in (root/"probing"/name, root/"probing"/f"{name}.gz") if q.exists()), None)
+        if p is None: raise _missing(f"probing task {task}", root/"probing"/name, reason="")
+        return p
+    p = cache_dir("probing")/name
+    if not p.exists():
+        url = SENTEVAL_PROBING_URL.format(file=name)
+        try:
+            with urllib.request.urlopen(url, timeout=60) as r, atomic_write(p, "wb") as f: f.write(r.read())
+        except OSError as e:
+            raise _missing(f"probing task {task}", url, reason=f"{type(e).__name__}: {e}") from None
+    return p
+
+# %% ../nbs/02_data.ipynb #beb05ea8
+def load_probing(task:str, # a key of PROBING_TASKS
+                 split:str|None=None, # train, dev or test; None: all three, with a `split` column
+                 data_dir=None) -> pd.DataFrame:
+    "A SentEval probing task as `text, label[, split]`."
+    if task not in PROBING_TASKS: raise SentclError(f"unknown probing task {task!r}; choose one of {', '.join(PROBING_TASKS)}")
+    if exists(split) and split not in _PROBING_SPLITS.values():
+        raise SentclError(f"probing task {task} has no split {split!r}; valid: train, dev, test")
+    p = _probing_file(task, data_dir)
+    with _open_text(p) as f: rows = [l.rstrip("\n").split("\t") for l in f if l.strip()]
+    bad = next((i for i, r in enumerate(rows) if len(r) < 3 or r[0] not in _PROBING_SPLITS), None)
+    if bad is not None: raise SentclError(f"{p}:{bad + 1}: expected 'tr|va|te<TAB>label<TAB>sentence', got {rows[bad][:3]}")
+    df = pd.DataFrame({"text": [r[-1] for r in rows], "label": [r[1] for r in rows],
+                       "split": [_PROBING_SPLITS[r[0]] for r in rows]})
+    df.attrs.update(source=str(p))
+    return df[df.split == split].drop(columns="split").reset_index(drop=True) if exists(split) else df
 
 # %% ../nbs/02_data.ipynb #93599b03
 def _text_files(folder: Path, pattern: str) -> list[Path]:

@@ -16,42 +16,46 @@ from scipy.optimize import linear_sum_assignment
 from scipy.stats import spearmanr
 
 from .core import SentclError, default, git_commit, package_versions
-from .data import CLUSTERING_SETS, STS_TASKS, TRANSFER_SETS, load_clustering, load_sts
+from .data import (CLUSTERING_SETS, MORE_TRANSFER_SETS, PROBING_TASKS, STS_TASKS, TRANSFER_SETS, load_clustering,
+                         load_sts)
 from .evalcore import as_encoder, cosine_rows, embed_unique, load_task_data, remap_labels
 from .senteval import eval_fewshot, eval_transfer
 
 # %% auto #0
-__all__ = ['STS_SUBSET_TASKS', 'FEWSHOT_TASKS', 'TASK_GROUPS', 'STS_AGGREGATION_BY_PAPER', 'NO_SUBFILES', 'PROTOCOLS',
-           'CLUSTERING_MAX_LENGTH', 'RESULTS_SCHEMA', 'TASK_FIELDS', 'task_kind', 'resolve_tasks', 'spearman100',
-           'sts_correlations', 'eval_sts', 'Protocol', 'add_final_period', 'model_token_limit', 'FinalPeriodEncoder',
-           'protocol_encoder', 'sts_dev_score', 'cluster_accuracy', 'kmeans_scores', 'eval_clustering', 'run_settings',
-           'results_document', 'averages', 'evaluate_task', 'evaluate', 'format_table']
+__all__ = ['STS_SUBSET_TASKS', 'FEWSHOT_TASKS', 'TASK_GROUPS', 'ALL_GROUPS', 'STS_AGGREGATION_BY_PAPER', 'NO_SUBFILES',
+           'PROTOCOLS', 'CLUSTERING_MAX_LENGTH', 'RESULTS_SCHEMA', 'TASK_FIELDS', 'task_kind', 'resolve_tasks',
+           'spearman100', 'sts_correlations', 'eval_sts', 'Protocol', 'add_final_period', 'model_token_limit',
+           'FinalPeriodEncoder', 'protocol_encoder', 'sts_dev_score', 'cluster_accuracy', 'kmeans_scores',
+           'eval_clustering', 'run_settings', 'results_document', 'averages', 'evaluate_task', 'evaluate',
+           'format_table']
 
 # %% ../nbs/09_eval.ipynb #b6942edb
 STS_SUBSET_TASKS = STS_TASKS[:5]  # STS12-16: scored per source sub-file
 FEWSHOT_TASKS = tuple(f"{t}_fewshot" for t in TRANSFER_SETS)
 TASK_GROUPS = {"sts": STS_TASKS, "transfer": TRANSFER_SETS, "fewshot": FEWSHOT_TASKS,
-               "clustering": CLUSTERING_SETS}  # `all` runs in this order: slowest (KMeans) last
+               "clustering": CLUSTERING_SETS,  # `all` runs these four, in this order: slowest (KMeans) last
+               "transfer_more": MORE_TRANSFER_SETS, "probing": tuple(PROBING_TASKS)}  # by name only (probing: 1.2M sentences)
+ALL_GROUPS = ("sts", "transfer", "fewshot", "clustering")
 
 # %% ../nbs/09_eval.ipynb #e25a8b9b
 def task_kind(name:str, # a task name
              ) -> str:
-    "'sts', 'clustering', 'transfer' or 'fewshot' for a task name; clustering for any other name."
+    "'sts', 'clustering', 'transfer', 'fewshot' or 'probing' for a task name; clustering for any other name."
     for kind, names in TASK_GROUPS.items():
-        if name in names: return kind
+        if name in names: return "transfer" if kind == "transfer_more" else kind
     return "clustering"  # a clustering set by folder name, e.g. a bundled sample (checked when loaded)
 
 # %% ../nbs/09_eval.ipynb #8c6be665
 def resolve_tasks(spec, # comma list (or list) of task names and groups
                  ) -> list[str]:
-    "Expand task names and groups (`sts`, `clustering`, `transfer`, `fewshot`, `all`) in order, without repeats."
+    "Expand task names and groups (`sts`, `clustering`, `transfer`, `fewshot`, `all`, ...) in order, without repeats."
     items = [s.strip().lower() for s in (spec.split(",") if isinstance(spec, str) else spec) if s.strip()]
     if not items:
         raise SentclError("no evaluation task given: pass --tasks with names or groups (sts, clustering, transfer, "
                           "fewshot, all)")
     out = []
     for it in items:
-        names = [n for g in TASK_GROUPS.values() for n in g] if it == "all" else TASK_GROUPS.get(it, (it,))
+        names = [n for g in ALL_GROUPS for n in TASK_GROUPS[g]] if it == "all" else TASK_GROUPS.get(it, (it,))
         out += [n for n in names if n not in out]
     return out
 
@@ -284,7 +288,8 @@ def averages(tasks:dict, # the `tasks` entry of a results document
     return avg
 
 # %% ../nbs/09_eval.ipynb #3ccc50e6
-_EVALUATORS = {"sts": eval_sts, "clustering": eval_clustering, "transfer": eval_transfer, "fewshot": eval_fewshot}
+_EVALUATORS = {"sts": eval_sts, "clustering": eval_clustering, "transfer": eval_transfer, "fewshot": eval_fewshot,
+               "probing": eval_transfer}  # probing: SentEval's split classifier on its train/dev/test
 
 def evaluate_task(encoder, # a `SentenceEncoder` (see `embed_unique`)
                   name:str, # a task name (see `task_kind`)
@@ -294,8 +299,8 @@ def evaluate_task(encoder, # a `SentenceEncoder` (see `embed_unique`)
                  ) -> dict:
     "The results entry of one task, computed by the protocol of its kind."
     kind = task_kind(name)
-    extra = {"pair_kind": pair_kind} if kind in ("transfer", "fewshot") else {}
-    if kind == "transfer": extra["k"] = kfold
+    extra = {"pair_kind": pair_kind} if kind in ("transfer", "fewshot", "probing") else {}
+    if kind in ("transfer", "probing"): extra["k"] = kfold
     return _EVALUATORS[kind](encoder, name, data_dir=data_dir, batch_size=batch_size, cache=cache, **extra)
 
 # %% ../nbs/09_eval.ipynb #060bceb7
@@ -369,7 +374,7 @@ def _fewshot_lines(tasks:dict, names:list) -> list[str]:
 
 # %% ../nbs/09_eval.ipynb #2c0f6c68
 _TABLE_BLOCKS = {"sts": _sts_lines, "clustering": _clustering_lines, "transfer": _transfer_lines,
-                 "fewshot": _fewshot_lines}  # printed in this order
+                 "probing": _transfer_lines, "fewshot": _fewshot_lines}  # printed in this order
 
 def format_table(results:dict, # a results document
                 ) -> str:

@@ -9,7 +9,7 @@ import warnings
 
 import numpy as np
 
-from .data import load_transfer
+from .data import PAIR_TRANSFER_SETS, PROBING_TASKS, load_probing, load_transfer
 from .evalcore import embed_unique, load_task_data, remap_labels
 
 # %% auto #0
@@ -133,10 +133,13 @@ def fewshot_accuracy(X, y, # features (n, dim) and labels (n,) to sample the tra
             "shots": shots, "seeds": list(seeds)}
 
 # %% ../nbs/09b_senteval.ipynb #28c82b9a
-TRANSFER_SPLITS = {"sst2": ("train", "dev", "test"), "trec": ("train", "test"), "mrpc": ("train", "test")}  # else 'all'
+_TVT = ("train", "dev", "test")
+TRANSFER_SPLITS = {"sst2": _TVT, "sst5": _TVT, "sicke": _TVT, "trec": ("train", "test"), "mrpc": ("train", "test"),
+                   **{t: _TVT for t in PROBING_TASKS}}  # else 'all'
 
 def _transfer_frames(name:str, data_dir) -> dict:
-    "`{split: DataFrame}` of a transfer task: train/[dev/]test, or one 'all' for MR/CR/SUBJ/MPQA."
+    "`{split: DataFrame}` of a transfer or probing task: train/[dev/]test, or one 'all' for MR/CR/SUBJ/MPQA."
+    if name in PROBING_TASKS: return {s: load_task_data(name, load_probing, task=name, split=s, data_dir=data_dir) for s in _TVT}
     return {s or "all": load_task_data(name, load_transfer, name=name, split=s, data_dir=data_dir)
             for s in TRANSFER_SPLITS.get(name, (None,))}
 
@@ -152,7 +155,7 @@ def transfer_arrays(encoder, # a `SentenceEncoder` (see `embed_unique`)
                    ) -> dict:
     "Features and 0..K-1 labels of a transfer task per split ('all' for MR/CR/SUBJ/MPQA, else train/[dev/]test)."
     frames = _transfer_frames(name, data_dir)
-    cols = ("sentence1", "sentence2") if name == "mrpc" else ("text",)
+    cols = ("sentence1", "sentence2") if name in PAIR_TRANSFER_SETS else ("text",)
     texts = [t for df in frames.values() for c in cols for t in df[c].tolist()]
     emb, rows = embed_unique(encoder, texts, task=name, batch_size=batch_size, cache=cache)
     blocks = iter(_blocks(emb[rows], [len(df) for df in frames.values() for _ in cols]))
@@ -160,7 +163,7 @@ def transfer_arrays(encoder, # a `SentenceEncoder` (see `embed_unique`)
     labels = iter(_blocks(codes, [len(df) for df in frames.values()]))
     out = {}
     for split in frames:
-        X = senteval_pair_features(next(blocks), next(blocks), pair_kind) if name == "mrpc" else next(blocks)
+        X = senteval_pair_features(next(blocks), next(blocks), pair_kind) if name in PAIR_TRANSFER_SETS else next(blocks)
         out[split] = (X, next(labels))
     return out
 
