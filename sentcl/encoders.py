@@ -182,6 +182,7 @@ def _hub_error(name, err) -> SentclError:
                        "all-MiniLM-L6-v2), 'tiny', a local model folder, or a hub id on a connected machine without "
                        "HF_HUB_OFFLINE=1")
 
+# %% ../nbs/01_encoders.ipynb #22a73ab7
 @contextlib.contextmanager
 def _quiet_transformers():
     "Silence transformers' load report and progress bars (restored afterwards)."
@@ -215,6 +216,7 @@ def _from_hub(name:str, folder:dict):
     src = info.pop("transformer_dir"); folder.update(info)
     return src
 
+# %% ../nbs/01_encoders.ipynb #0cc0af05
 def _load_model(name:str, pooling:str|None) -> tuple:
     "The transformer, its tokenizer, and the folder's own settings (None where the folder says nothing)."
     folder = dict(pooling=None, max_length=None, template=None, normalize=False)
