@@ -32,8 +32,9 @@ from .schedules import build_optimizer, build_scheduler, total_steps
 from .views import VIEWS, View, build_view
 
 # %% auto #0
-__all__ = ['RESUME_MAY_CHANGE', 'PRESETS', 'RunOptions', 'run_record', 'flat_record', 'Preset', 'cpu_smoke_overrides', 'resolve',
-           'Trainer', 'export_model', 'load_training_data', 'sts_dev', 'training_view', 'train']
+__all__ = ['RESUME_MAY_CHANGE', 'PRESETS', 'RunOptions', 'run_record', 'flat_record', 'Preset', 'cpu_smoke_overrides',
+           'cpu_overrides', 'resolve', 'Trainer', 'export_model', 'load_training_data', 'sts_dev', 'training_view',
+           'train']
 
 # %% ../nbs/08_train.ipynb #49e5aa4e
 @dataclass
@@ -73,11 +74,22 @@ def cpu_smoke_overrides(method:str) -> dict:
     "Method-config overrides of the `cpu-smoke` preset."
     o = {"model": "default", "batch_size": 32, "max_length": 32, "eval_every": None, "select_on_dev": False, "epochs": 1}
     if method == "declutr":
-        o.update(batch_size=2, max_length=64, view_kwargs={"num_anchors": 2, "num_positives": 2, "min_span": 8, "max_span": 32})
+        o.update(batch_size=2, max_length=64,
+                 view_kwargs={"num_anchors": 2, "num_positives": 2, "min_span": 8, "max_span": 32})
     if method == "sbert": o.update(batch_size=16)
     return o
 
-PRESETS = {"paper": Preset(), "cpu-smoke": Preset(cpu_smoke_overrides, {"max_steps": 40, "data_dir": str(SAMPLES_DIR)})}
+def cpu_overrides(method:str) -> dict:
+    "Method-config overrides of the `cpu` preset: the offline `default` model, batches that two CPU cores train."
+    o = {"model": "default", "batch_size": 64, "max_length": 32, "eval_every": None, "select_on_dev": False,
+         "epochs": 1}
+    if method == "declutr":
+        o.update(batch_size=4, max_length=128,
+                 view_kwargs={"num_anchors": 2, "num_positives": 2, "min_span": 16, "max_span": 128})
+    return o
+
+PRESETS = {"paper": Preset(), "cpu": Preset(cpu_overrides),
+           "cpu-smoke": Preset(cpu_smoke_overrides, {"max_steps": 40, "data_dir": str(SAMPLES_DIR)})}
 
 # %% ../nbs/08_train.ipynb #32d818d1
 def resolve(method:str, # a key of `sentcl.methods.METHODS`
