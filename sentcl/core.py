@@ -16,7 +16,7 @@ from pathlib import Path
 
 # %% auto #0
 __all__ = ['SentclError', 'exists', 'default', 'atomic_write', 'write_json', 'cache_dir', 'text_hash', 'package_versions',
-           'git_commit']
+           'git_commit', 'hardware']
 
 # %% ../nbs/00_core.ipynb #6dc06390
 class SentclError(Exception):
@@ -93,3 +93,15 @@ def git_commit(path=".") -> str | None:
                                capture_output=True, text=True, timeout=5).stdout.strip()
         return sha.stdout.strip() + ("-dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError): return None
+
+def hardware() -> dict:
+    "The machine a result comes from: device, CPU model, cores, GPU, torch and Python versions."
+    import platform
+    import torch
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f: cpu = next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
+    except (OSError, StopIteration): pass
+    gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
+    return {"device": "cuda" if gpu else "cpu", "cpu": cpu, "cores": os.cpu_count(), "gpu": gpu,
+            "torch": torch.__version__, "python": platform.python_version()}

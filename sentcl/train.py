@@ -22,7 +22,8 @@ from tqdm.auto import tqdm
 
 from .checkpoints import CHECKPOINT, config_differences, load_checkpoint, save_checkpoint, seed_everything
 from .checkpoints import rng_state, set_rng_state
-from .core import SentclError, atomic_write, default, git_commit, package_versions, write_json
+from .cards import write_model_card
+from .core import SentclError, atomic_write, default, git_commit, hardware, package_versions, write_json
 from .data import SAMPLES_DIR, load_corpus
 from .gradients import autocast_context, average_gradients, broadcast_parameters, compute_gradients
 from .gradients import rank_slice, setup_distributed, world
@@ -290,15 +291,15 @@ def _last_evaluation_due(self:Trainer) -> bool:
 
 @patch
 def finish(self:Trainer) -> dict:
-    "Checkpoint an unfinished run; write the model and summary.json of a finished one. Returns the summary."
+    "Checkpoint an unfinished run; write the model, its card and summary.json of a finished one; the summary."
     if self.step < self.total:
         self._checkpoint()
         return {"finished": False, "step": self.step, "checkpoint": str(self.out/CHECKPOINT)}
     if self.rank == 0: self._write_model()
     if self.opts.save_every: self._checkpoint()
     summary = {"finished": True, "step": self.step, "best_dev": self.best, "model": str(self.out/"model"),
-               "seconds": round(time.time() - self.t_start, 1)}
-    if self.rank == 0: write_json(self.out/"summary.json", summary)
+               "seconds": round(time.time() - self.t_start, 1), "examples": len(self.view), "hardware": hardware()}
+    if self.rank == 0: write_json(self.out/"summary.json", summary); write_model_card(self.out)
     return summary
 
 # %% ../nbs/08_train.ipynb #6d313e26
