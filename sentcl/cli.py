@@ -16,8 +16,9 @@ from .core import SentclError, atomic_write, write_json
 from .encoders import SentenceEncoder
 
 # %% auto #0
-__all__ = ['CONFIG_FLAGS', 'DEMO_TASKS', 'add_encode_arguments', 'run_encode', 'parse_sets', 'add_train_arguments',
-           'train_request', 'run_train', 'add_eval_arguments', 'run_eval', 'loss_curve', 'run_demo', 'build_parser',
+__all__ = ['CONFIG_FLAGS', 'DEMO_TASKS', 'EXPERIMENT_PRESET_NAMES', 'EXPERIMENT_PARAMETERS', 'add_encode_arguments', 'run_encode',
+           'parse_sets', 'add_train_arguments', 'train_request', 'run_train', 'add_eval_arguments', 'run_eval',
+           'loss_curve', 'run_demo', 'parse_parameters', 'add_experiments_arguments', 'run_experiments', 'build_parser',
            'main']
 
 # %% ../nbs/11_cli.ipynb #b826b921
@@ -193,6 +194,66 @@ def run_demo(args) -> int:
     print(f"\nmodel: {out/'model'}\nmetrics: {out/'metrics.jsonl'}\nloss curve: {out/'loss_curve.png'}")
     return 0
 
+# %% ../nbs/11_cli.ipynb #c88a587b
+EXPERIMENT_PRESET_NAMES = ("paper", "cpu", "cpu-smoke")  # sentcl.experiments.EXPERIMENT_PRESETS, without importing it
+EXPERIMENT_PARAMETERS = ("model", "data_dir", "steps", "batch_size", "seeds", "precision", "device", "arms")
+
+def parse_parameters(items:list[str]) -> dict:
+    "`-p key=value` notebook parameters (values as JSON where possible); an unknown key is a one-line error."
+    params = parse_sets(items)
+    bad = sorted(set(params) - set(EXPERIMENT_PARAMETERS))
+    if bad: raise SentclError(f"-p {', '.join(bad)}: not an experiment parameter; use {', '.join(EXPERIMENT_PARAMETERS)} "
+                              "(preset, data dir and output folder have their own flags)")
+    return params
+
+def add_experiments_arguments(p:argparse.ArgumentParser):
+    "The `sentcl experiments list | run | report` subcommands."
+    sub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    ls = sub.add_parser("list", help="one line per experiment")
+    run = sub.add_parser("run", help="execute experiment notebooks with papermill, as a resumable batch")
+    for q in (ls, run):
+        q.add_argument("names", nargs="*", help="experiment names (default: all)")
+        q.add_argument("--paper", default=None, help="only this paper's experiments (pairsupcon, liao, sncse, declutr)")
+    run.add_argument("--preset", default="cpu-smoke", choices=EXPERIMENT_PRESET_NAMES,
+                     help="paper (GPU, hub data), cpu (the small study here), cpu-smoke (pipeline check)")
+    run.add_argument("--data-dir", default=None, help="a data folder in sentcl's layout (the cpu preset needs one)")
+    run.add_argument("--out", default="runs/experiments", help="batch folder: one sub-folder per experiment")
+    run.add_argument("-p", dest="params", action="append", default=[], metavar="KEY=VALUE",
+                     help=f"a notebook parameter for every experiment: {', '.join(EXPERIMENT_PARAMETERS)}")
+    run.add_argument("--jobs", type=int, default=1, help="notebooks at once (one GPU each where there are enough)")
+    run.add_argument("--force", action="store_true", help="rerun experiments whose results are complete")
+    run.add_argument("--dry-run", action="store_true", help="print every run the batch would execute, and exit")
+    run.add_argument("--notebooks", default=None, help="folder of the experiment notebooks (default: nbs/experiments)")
+    rep = sub.add_parser("report", help="write the reproduction report from batch folders")
+    rep.add_argument("runs", nargs="+", help="batch folders written by `sentcl experiments run`")
+    rep.add_argument("--out", required=True, help="report folder (report.md and its figures)")
+
+# %% ../nbs/11_cli.ipynb #65be3042
+def run_experiments(args) -> int:
+    "`sentcl experiments`: list, run (the number of failures is the exit status) or report."
+    import pandas as pd
+    from sentcl import runner
+    wide = pd.option_context("display.width", 200, "display.max_colwidth", 60, "display.max_rows", 500)
+    if args.action == "list":
+        with wide: print(runner.list_experiments(args.names, args.paper).to_string(index=False))
+        return 0
+    if args.action == "report":
+        from sentcl.report import write_report
+        print(f"report: {write_report(args.runs, args.out)}")
+        return 0
+    params = parse_parameters(args.params)
+    if args.dry_run:
+        plan = runner.dry_run(args.names, args.preset, args.data_dir, args.out, args.paper, params)
+        with wide: print(plan.to_string(index=False))
+        print(f"\n{len(plan)} run(s) in {plan['experiment'].nunique()} experiment(s); nothing was executed")
+        return 0
+    table = runner.run_batch(args.names, args.preset, args.out, args.data_dir, args.paper, params, args.jobs,
+                             args.force, args.notebooks)
+    with wide: print("\n" + table.to_string(index=False))
+    failed = int((table["status"] == "failed").sum())
+    if failed: print(f"{failed} experiment(s) failed; their executed notebooks and log.txt are in {args.out}", file=sys.stderr)
+    return min(failed, 100)
+
 # %% ../nbs/11_cli.ipynb #7a63dc31
 def build_parser() -> argparse.ArgumentParser:
     "The `sentcl` argument parser with every subcommand."
@@ -208,6 +269,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", default="default"); p.add_argument("--out", default="runs/demo")
     p.add_argument("--steps", type=int, default=40); p.add_argument("--no-progress", action="store_true")
     p.set_defaults(run=run_demo)
+    p = sub.add_parser("experiments", help="paper tables and figures as papermill notebooks: list, run, report")
+    add_experiments_arguments(p); p.set_defaults(run=run_experiments)
     return parser
 
 def main(argv:list[str]=None) -> int:

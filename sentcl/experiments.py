@@ -30,10 +30,11 @@ from .train import PRESETS, RunOptions, resolve, train
 from .views import VIEWS
 
 # %% auto #0
-__all__ = ['CPU_CORPORA', 'EXPERIMENT_PRESETS', 'ALL_PRESETS', 'RESULTS_VERSION', 'RESULTS_SCHEMA', 'ExperimentPreset',
-           'get_preset', 'published', 'Arm', 'Contrast', 'Experiment', 'Run', 'arm_overrides', 'training_key',
-           'plan_runs', 'read_json', 'TrainingLock', 'train_run', 'evaluate_run', 'execute_run', 'measured_value',
-           'check_results', 'measured_rows', 'contrast_status', 'contrast_rows', 'select_device', 'ExperimentSession']
+__all__ = ['CPU_CORPORA', 'SAMPLE_STAND_INS', 'EXPERIMENT_PRESETS', 'ALL_PRESETS', 'RESULTS_VERSION', 'RESULTS_SCHEMA',
+           'ExperimentPreset', 'get_preset', 'published', 'Arm', 'Contrast', 'Experiment', 'Run', 'arm_overrides',
+           'training_key', 'plan_runs', 'read_json', 'TrainingLock', 'train_run', 'evaluate_run', 'execute_run',
+           'measured_value', 'check_results', 'measured_rows', 'contrast_status', 'contrast_rows', 'select_device',
+           'ExperimentSession']
 
 # %% ../nbs/13_experiments.ipynb #a8363852
 @dataclass(frozen=True)
@@ -52,16 +53,19 @@ class ExperimentPreset:
     eval_precision:str = "fp32" # evaluation precision
     corpora:dict = field(default_factory=dict) # view corpus kind -> `--train-data` spec; missing: the method's own
     save_every:int|None = None # checkpoint cadence, so that a killed notebook resumes inside a run
+    stand_ins:dict = field(default_factory=dict) # group average -> the sample task that stands in for it
 
 # %% ../nbs/13_experiments.ipynb #615e3a39
 CPU_CORPORA = {"nli": "snli:dev+test", "sentences": "wiki1m", "documents": "documents"}
+SAMPLE_STAND_INS = {"sts": "stsb", "sts5": "stsb", "clustering_acc": "wikitext_topics",
+                    "clustering_nmi": "wikitext_topics_nmi", "transfer": "topics", "fewshot": "topics_fewshot"}
 
 EXPERIMENT_PRESETS = {p.name: p for p in (
     ExperimentPreset("paper", "paper", "paper setting", save_every=500),
     ExperimentPreset("cpu", "cpu", "small study", model="default", needs_data_dir=True, max_steps=200,
                      seeds=(0, 1, 2), precision="auto", eval_precision="auto", corpora=CPU_CORPORA, save_every=50),
     ExperimentPreset("cpu-smoke", "cpu-smoke", "pipeline check", model="tiny", data_dir=str(SAMPLES_DIR),
-                     max_steps=3, batch_size=8, seeds=(0,)),
+                     max_steps=3, batch_size=8, seeds=(0,), stand_ins=SAMPLE_STAND_INS),
 )}
 
 def get_preset(name:str) -> ExperimentPreset:
@@ -346,9 +350,19 @@ _AVERAGES = {"sts": {"all": "sts", "mean": "sts_mean", "wmean": "sts_wmean"}, "c
 def measured_value(evaluation:dict, # the `eval` entry of a run record (tasks, avg)
                    column:str, # a task, a group average, or '<task>_f1' / '<task>_nmi'
                    aggregation:str|None="all", # STS12-16 aggregate: 'all', 'mean' or 'wmean'
+                   stand_ins:dict|None=None, # column -> the column read when it is missing (a preset's `stand_ins`)
                   ) -> float|None:
     "The number measured for `column`, or None when the evaluation did not produce it."
+    value = _measured(evaluation, column, aggregation)
+    if value is None and stand_ins and column in stand_ins: return _measured(evaluation, stand_ins[column], aggregation)
+    return value
+
+def _measured(evaluation:dict, column:str, aggregation:str|None) -> float|None:
     tasks, avg = evaluation.get("tasks", {}), evaluation.get("avg", {})
+    if column in evaluation.get("extra", {}): return evaluation["extra"][column]
+    if column == "sts5":  # Liao's average: STS12-16 only
+        values = [tasks.get(t, {}).get(aggregation or "all") for t in ("sts12", "sts13", "sts14", "sts15", "sts16")]
+        return None if None in values else round(float(np.mean(values)), 2)
     if column in _AVERAGES:
         key = _AVERAGES[column]
         return avg.get(key[aggregation or "all"] if isinstance(key, dict) else key)
@@ -381,11 +395,12 @@ RESULTS_SCHEMA = {
     "contrasts": "one row per (claim, column): better, worse, column, claim, paper_diff, diffs (per seed), "
                  "mean, std, n, status",
     "figures": "file names of the figures written (PNG and SVG), relative to the experiment folder",
+    "extra": "tables a notebook computed beyond the evaluations (e.g. rank errors): name -> list of row dicts",
     "complete": "true once every run of the plan is trained and evaluated",
 }
 _RESULT_TYPES = {"schema": str, "experiment": str, "paper": str, "tables": list, "title": str, "preset": str,
                  "kind": str, "parameters": dict, "hardware": dict, "created": str, "versions": dict, "runs": list,
-                 "measured": list, "contrasts": list, "figures": list, "complete": bool}
+                 "measured": list, "contrasts": list, "figures": list, "extra": dict, "complete": bool}
 _ROW_KEYS = {"runs": ("arm", "seed", "method", "model", "eval"), "measured": ("table", "arm", "column", "paper", "mean", "n"),
              "contrasts": ("better", "worse", "column", "diffs", "mean", "status")}
 
@@ -410,12 +425,12 @@ def _paper_values(exp:Experiment, table:str) -> tuple[dict, str|None]:
     t = published(exp.paper, table)
     return {r["row"]: r["values"] for r in reversed(t["rows"])}, t.get("aggregation")  # a repeated label: its first row
 
-def _seed_values(records:list, arm:str, column:str, aggregation) -> dict:
+def _seed_values(records:list, arm:str, column:str, aggregation, stand_ins=None) -> dict:
     "{seed: value} of one arm's measured column over its runs."
     out = {}
     for r in records:
         if r["arm"] == arm:
-            v = measured_value(r["eval"], column, aggregation)
+            v = measured_value(r["eval"], column, aggregation, stand_ins)
             if v is not None: out[r["seed"]] = v
     return out
 
@@ -425,16 +440,17 @@ def _stats(values) -> dict:
             "std": round(float(np.std(v, ddof=1)), 2) if len(v) > 1 else None, "n": len(v)}
 
 # %% ../nbs/13_experiments.ipynb #fe347fa5
-def measured_rows(exp:Experiment, records:list) -> list[dict]:
+def measured_rows(exp:Experiment, records:list, stand_ins:dict|None=None) -> list[dict]:
     "One row per (table, arm, published column): the paper's number beside the mean and std over seeds."
     rows = []
     for table in exp.tables:
         paper, aggregation = _paper_values(exp, table)
         columns = published(exp.paper, table)["columns"]
         for arm in exp.arms:
-            if not any(r["arm"] == arm.name for r in records): continue
+            if not any(r["arm"] == arm.name for r in records) or (arm.row is not None and arm.row not in paper):
+                continue
             for col in columns:
-                values = _seed_values(records, arm.name, exp.columns.get(col, col), aggregation)
+                values = _seed_values(records, arm.name, exp.columns.get(col, col), aggregation, stand_ins)
                 rows.append({"table": table, "row": arm.row, "arm": arm.name, "label": arm.display, "column": col,
                              "paper": paper.get(arm.row, {}).get(col), **_stats(values.values()),
                              "values": list(values.values())})
@@ -454,7 +470,7 @@ def contrast_status(diffs:list, paper_diff:float|None) -> str:
     if len(diffs) >= 3 and all(d * sign > 0 for d in diffs): return "supported"
     return "not supported"
 
-def contrast_rows(exp:Experiment, records:list) -> list[dict]:
+def contrast_rows(exp:Experiment, records:list, stand_ins:dict|None=None) -> list[dict]:
     "One row per (claim, column): the paper's difference and the measured paired differences per seed."
     rows = []
     for c in exp.contrasts:
@@ -464,8 +480,8 @@ def contrast_rows(exp:Experiment, records:list) -> list[dict]:
         for col in c.columns:
             pb, pw = paper.get(rb, {}).get(col), paper.get(rw, {}).get(col)
             paper_diff = None if pb is None or pw is None else round(pb - pw, 2)
-            b = _seed_values(records, c.better, exp.columns.get(col, col), aggregation)
-            w = _seed_values(records, c.worse, exp.columns.get(col, col), aggregation)
+            b = _seed_values(records, c.better, exp.columns.get(col, col), aggregation, stand_ins)
+            w = _seed_values(records, c.worse, exp.columns.get(col, col), aggregation, stand_ins)
             diffs = _paired(b, w)
             rows.append({"better": c.better, "worse": c.worse, "column": col, "claim": c.claim, "table": table,
                          "paper_diff": paper_diff, "diffs": diffs, **_stats(diffs),
@@ -496,7 +512,7 @@ class ExperimentSession:
                            "precision": precision, "device": device, "arms": arms, "out": str(self.out)}
         select_device(device)
         self.runs = plan_runs(experiment, preset, self.out, model, data_dir, steps, batch_size, seeds, precision, arms)
-        self.records, self.figures, self.log = {}, [], log
+        self.records, self.figures, self.extra, self.log = {}, [], {}, log
         self._load_finished()
 
     def __repr__(self): return f"ExperimentSession({self.exp.name!r}, preset={self.preset.name!r}, runs={len(self.runs)})"
@@ -507,6 +523,7 @@ def _load_finished(self:ExperimentSession):
     "Pick up the records of runs already done in this folder (results.json of an earlier, interrupted session)."
     old = read_json(self.out/"results.json")
     if not old: return
+    self.figures, self.extra = list(old.get("figures", [])), dict(old.get("extra", {}))
     keys = {r.key for r in self.runs}
     for rec in old.get("runs", []):
         key = rec["arm"] if rec["seed"] is None else f"{rec['arm']}/seed{rec['seed']}"
@@ -536,7 +553,7 @@ def scores(self:ExperimentSession, columns=None) -> pd.DataFrame:
                                          for c in published(self.exp.paper, t)["columns"]))
     agg = published(self.exp.paper, self.exp.tables[0]).get("aggregation")
     rows = [{"arm": rec["arm"], "label": self.exp.arm(rec["arm"]).display, "seed": rec["seed"],
-             **{c: measured_value(rec["eval"], self.exp.columns.get(c, c), agg) for c in cols}}
+             **{c: measured_value(rec["eval"], self.exp.columns.get(c, c), agg, self.preset.stand_ins) for c in cols}}
             for rec in self._ordered_records()]
     return pd.DataFrame(rows)
 
@@ -549,7 +566,7 @@ def _ordered_records(self:ExperimentSession) -> list:
 def compare(self:ExperimentSession, table:str|None=None) -> pd.DataFrame:
     "Paper beside measured for one table: a row per arm, 'paper' and 'measured (± std)' per column."
     table = default(table, self.exp.tables[0])
-    rows = [r for r in measured_rows(self.exp, self._ordered_records()) if r["table"] == table]
+    rows = [r for r in measured_rows(self.exp, self._ordered_records(), self.preset.stand_ins) if r["table"] == table]
     if not rows: return pd.DataFrame()
     def cell(r):
         if r["mean"] is None: return "-"
@@ -563,7 +580,14 @@ def compare(self:ExperimentSession, table:str|None=None) -> pd.DataFrame:
 @patch
 def contrasts(self:ExperimentSession) -> pd.DataFrame:
     "The paper's claims: its difference, the measured paired differences per seed, their mean ± std, a status."
-    return pd.DataFrame(contrast_rows(self.exp, self._ordered_records()))
+    return pd.DataFrame(contrast_rows(self.exp, self._ordered_records(), self.preset.stand_ins))
+
+@patch
+def measured(self:ExperimentSession, table:str|None=None) -> pd.DataFrame:
+    "The measured rows of one table (default: the first): label, column, mean, std, n, the paper's number."
+    table = default(table, self.exp.tables[0])
+    rows = measured_rows(self.exp, self._ordered_records(), self.preset.stand_ins)
+    return pd.DataFrame([r for r in rows if r["table"] == table])
 
 # %% ../nbs/13_experiments.ipynb #d4373d45
 @patch
@@ -576,11 +600,26 @@ def add_figure(self:ExperimentSession, name:str, result) -> list[Path]:
     return paths
 
 @patch
+def record_values(self:ExperimentSession, arm:str, seed:int|None, values:dict):
+    "Record numbers a notebook computed for one run (read as measured columns), and save."
+    key = arm if seed is None else f"{arm}/seed{seed}"
+    if key not in self.records: raise SentclError(f"{self.exp.name}: run {key} has not run yet; call run() first")
+    self.records[key]["eval"].setdefault("extra", {}).update({k: float(v) for k, v in values.items()})
+    self.save()
+
+@patch
+def add_table(self:ExperimentSession, name:str, table:pd.DataFrame) -> pd.DataFrame:
+    "Keep a table the notebook computed (e.g. rank errors) in results.json under `extra`."
+    self.extra[name] = json.loads(table.to_json(orient="records"))
+    self.save()
+    return table
+
+@patch
 def model_folder(self:ExperimentSession, arm:str, seed:int|None=None) -> str:
     "The model of one run (the trained folder, or the untrained model), for figures drawn from embeddings."
     run = next((r for r in self.runs if r.arm == arm and (seed is None or r.seed == seed)), None)
     if run is None: raise SentclError(f"{self.exp.name}: no run of arm {arm!r} with seed {seed} in this plan")
-    return run.model if run.method is None else str(Path(run.folder)/"model")
+    return run.model if run.method is None else str(Path(run.train_folder)/"model")
 
 # %% ../nbs/13_experiments.ipynb #f10121f4
 @patch
@@ -592,8 +631,8 @@ def results(self:ExperimentSession) -> dict:
             "kind": self.preset.kind, "parameters": self.parameters, "hardware": hardware(),
             "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
             "versions": package_versions(), "git": git_commit(Path(sys.modules["sentcl.core"].__file__).parent),
-            "runs": records, "measured": measured_rows(self.exp, records),
-            "contrasts": contrast_rows(self.exp, records), "figures": list(self.figures),
+            "runs": records, "measured": measured_rows(self.exp, records, self.preset.stand_ins),
+            "contrasts": contrast_rows(self.exp, records, self.preset.stand_ins), "figures": list(self.figures), "extra": dict(self.extra),
             "complete": len(records) == len(self.runs)}
 
 @patch
