@@ -14,7 +14,8 @@ from .experiments import check_results, published, read_json
 from .paper_numbers import PAPERS, load_published
 
 # %% auto #0
-__all__ = ['REPRODUCED_WITHIN', 'collect_results', 'row_status', 'experiment_section', 'report_markdown', 'write_report']
+__all__ = ['REPRODUCED_WITHIN', 'collect_results', 'collect_failures', 'row_status', 'experiment_section', 'report_markdown',
+           'write_report']
 
 # %% ../nbs/13c_report.ipynb #93a272bd
 def collect_results(*roots) -> dict:
@@ -32,6 +33,15 @@ def collect_results(*roots) -> dict:
             if doc["experiment"] not in found or doc["created"] > found[doc["experiment"]]["created"]:
                 found[doc["experiment"]] = doc
     return found
+
+def collect_failures(*roots) -> dict:
+    "{experiment: error} of experiments a batch recorded as failed (`<root>/batch.json`)."
+    failed = {}
+    for root in roots:
+        state = read_json(Path(root)/"batch.json") or {}
+        for name, rec in state.get("experiments", {}).items():
+            if rec.get("status") == "failed": failed[name] = rec.get("error") or "failed"
+    return failed
 
 # %% ../nbs/13c_report.ipynb #a0539f88
 REPRODUCED_WITHIN = 1.0  # points (×100 scale): the tolerance of "reproduced" under the paper preset
@@ -52,15 +62,15 @@ def row_status(doc:dict|None, arm:str|None, cells:list[dict]) -> str:
     if not claims: return "measured (not comparable)"
     return "direction reproduced" if held else "not reproduced"
 
-# %% ../nbs/13c_report.ipynb #83c3cca7
-def _fmt(x, std=None) -> str:
+# %% ../nbs/13c_report.ipynb #5a1c8d31
+def _fmt(x, std=None, decimals:int=2) -> str:
     if x is None: return "–"
-    return f"{x:.2f}" + (f" ± {std:.2f}" if std is not None else "")
+    return f"{x:.{decimals}f}" + (f" ± {std:.2f}" if std is not None else "")
 
 def _table_lines(exp, table:str, doc:dict|None) -> list[str]:
     "A Markdown table: one row per published row (and per measured arm), 'paper / measured' per column."
     t = published(exp.paper, table)
-    cols = t["columns"]
+    cols, decimals = t["columns"], t.get("decimals") if t.get("decimals") is not None else 2
     measured = [m for m in (doc or {}).get("measured", []) if m["table"] == table]
     lines = [f"| row | status | " + " | ".join(cols) + " |", "|---|---|" + "---:|" * len(cols)]
     arms = {a.row: a for a in exp.arms if a.row is not None}
@@ -72,7 +82,7 @@ def _table_lines(exp, table:str, doc:dict|None) -> list[str]:
             cells = [m for m in measured if m["arm"] == arm_name]
             by_col = {m["column"]: m for m in cells}
             label = r["row"] if arm_name is None or exp.arm(arm_name).label is None else exp.arm(arm_name).display
-            vals = [f"{_fmt(r['values'].get(c))} / {_fmt(by_col[c]['mean'], by_col[c]['std']) if c in by_col else '–'}"
+            vals = [f"{_fmt(r['values'].get(c), decimals=decimals)} / {_fmt(by_col[c]['mean'], by_col[c]['std']) if c in by_col else '–'}"
                     for c in cols]
             lines.append(f"| {label} | {row_status(doc, arm_name, cells)} | " + " | ".join(vals) + " |")
     for arm in {m["arm"] for m in measured} - {a.name for a in arms.values()}:
@@ -121,9 +131,10 @@ def _figure_lines(doc:dict, out:Path) -> list[str]:
         lines += ["", f"![{doc['experiment']}: {src.stem}](figures/{doc['experiment']}/{src.name})"]
     return lines
 
-def experiment_section(exp, doc:dict|None, out:Path) -> list[str]:
+def experiment_section(exp, doc:dict|None, out:Path, failure:str|None=None) -> list[str]:
     "The report section of one experiment: provenance, each table paper beside measured, claims, figures."
     lines = [f"### {exp.title}", "", f"`{exp.name}`: {exp.measures}.", ""]
+    if failure: lines.append(f"**Failed** in its last batch: {failure} (its executed notebook and log.txt are in the batch folder).")
     lines.append(_provenance(doc) if doc else "**Not run.**")
     for table in exp.tables:
         t = published(exp.paper, table)
@@ -135,23 +146,27 @@ def experiment_section(exp, doc:dict|None, out:Path) -> list[str]:
     return lines + [""]
 
 # %% ../nbs/13c_report.ipynb #47ff934f
-def report_markdown(results:dict, out:Path) -> str:
+def report_markdown(results:dict, out:Path, failures:dict|None=None) -> str:
     "The whole report: a summary, then each paper's experiments in catalog order."
     lines = ["# Reproduction report", "",
              "Each table puts the paper's number beside the measured one (paper / measured; measured values are "
              "mean ± std over seeds). Statuses are defined in `sentcl.report`; a `cpu` result can at most reproduce a "
              "direction, a `cpu-smoke` result is a pipeline check.", "",
              "| experiment | preset | runs | claims supported | date |", "|---|---|---:|---:|---|"]
+    failures = failures or {}
     for name, exp in EXPERIMENTS.items():
         d = results.get(name)
-        if d is None: lines.append(f"| {name} | – | – | – | not run |"); continue
+        if d is None:
+            lines.append(f"| [{name}](#{name}) | – | – | – | " + (f"failed: {failures[name]}" if name in failures else "not run") + " |")
+            continue
         sup = sum(c["status"] == "supported" for c in d["contrasts"])
         total = sum(c["status"] != "not measured" for c in d["contrasts"])
         lines.append(f"| [{name}](#{name}) | {d['preset']} | {len(d['runs'])} | {sup}/{total} | {d['created'][:10]} |")
     for paper in PAPERS:
         lines += ["", f"## {load_published(paper)['title']}", ""]
         for name, exp in EXPERIMENTS.items():
-            if exp.paper == paper: lines += [f'<a id="{name}"></a>', ""] + experiment_section(exp, results.get(name), out)
+            if exp.paper == paper:
+                lines += [f'<a id="{name}"></a>', ""] + experiment_section(exp, results.get(name), out, failures.get(name))
     return "\n".join(lines) + "\n"
 
 def write_report(roots, # batch folders (`sentcl experiments run --out`)
@@ -159,7 +174,8 @@ def write_report(roots, # batch folders (`sentcl experiments run --out`)
                 ) -> Path:
     "Write the reproduction report of the results found in `roots`; returns the Markdown file's path."
     out = Path(out); out.mkdir(parents=True, exist_ok=True)
-    text = report_markdown(collect_results(*([roots] if isinstance(roots, (str, Path)) else roots)), out)
+    roots = [roots] if isinstance(roots, (str, Path)) else list(roots)
+    text = report_markdown(collect_results(*roots), out, collect_failures(*roots))
     path = out/"report.md"
     with atomic_write(path, "w", encoding="utf-8") as f: f.write(text)
     return path

@@ -1,0 +1,144 @@
+"""The experiments layer: notebooks and catalog agree, parameters cells are literals and survive nbdev_clean,
+the paper preset's dry run is the method dataclasses, a batch runs every notebook under cpu-smoke, a failing
+notebook leaves the batch running and shows in the report, and a finished batch is not run twice."""
+import ast
+import dataclasses
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from sentcl.catalog import EXPERIMENTS, get_experiment
+from sentcl.cli import main
+from sentcl.experiments import RESULTS_SCHEMA, check_results, plan_runs
+from sentcl.methods import get_method
+from sentcl.report import write_report
+from sentcl.runner import notebooks_dir, run_batch
+
+ROOT = Path(__file__).resolve().parents[1]
+NBS = ROOT/"nbs"/"experiments"
+PARAMETERS = {"preset", "model", "data_dir", "steps", "batch_size", "seeds", "precision", "device", "out"}
+
+
+def parameters_cells(path: Path) -> list:
+    return [c for c in nbformat.read(path, 4).cells if "parameters" in c.get("metadata", {}).get("tags", [])]
+
+
+def test_catalog_and_notebooks_match():
+    names = {p.stem for p in NBS.glob("*.ipynb")}
+    assert names == set(EXPERIMENTS), f"notebooks without experiment: {names - set(EXPERIMENTS)}; " \
+                                      f"experiments without notebook: {set(EXPERIMENTS) - names}"
+    assert notebooks_dir() == NBS
+
+
+@pytest.mark.parametrize("name", sorted(EXPERIMENTS))
+def test_parameters_cell_holds_literals(name):
+    cells = parameters_cells(NBS/f"{name}.ipynb")
+    assert len(cells) == 1, f"{name}: {len(cells)} cells tagged 'parameters', expected one"
+    tree = ast.parse(cells[0].source)
+    names = set()
+    for node in tree.body:
+        assert isinstance(node, ast.Assign) and len(node.targets) == 1, f"{name}: only `name = literal` lines"
+        ast.literal_eval(node.value)  # raises on anything but a literal
+        names.add(node.targets[0].id)
+    assert names == PARAMETERS, f"{name}: parameters {sorted(names)}"
+    out = [n for n in tree.body if n.targets[0].id == "out"][0]
+    assert ast.literal_eval(out.value) == f"runs/experiments/{name}"
+    source = "".join(c.source for c in nbformat.read(NBS/f"{name}.ipynb", 4).cells)
+    assert f'experiment_session("{name}"' in source and "session.save()" in source
+
+
+def test_parameters_tag_survives_nbdev_clean(tmp_path):
+    nbs = tmp_path/"nbs"; shutil.copytree(ROOT/"nbs", nbs, ignore=shutil.ignore_patterns("*.yml", "*.css"))
+    shutil.copy(ROOT/"settings.ini", tmp_path)
+    target = nbs/"experiments"/"pairsupcon-table5.ipynb"
+    nb = nbformat.read(target, 4)
+    nb.cells[2].outputs = [nbformat.v4.new_output("stream", text="noise")]  # something for clean to remove
+    nbformat.write(nb, target)
+    subprocess.run([str(Path(sys.executable).parent/"nbdev_clean"), "--fname", str(target)], cwd=tmp_path, check=True)
+    assert len(parameters_cells(target)) == 1
+
+
+def test_dry_run_of_paper_preset_is_the_method_dataclasses():
+    for name in EXPERIMENTS:
+        exp = get_experiment(name)
+        for run in plan_runs(exp, "paper", out=Path("/tmp/x")/name):
+            if run.method is None: continue
+            arm = exp.arm(run.arm)
+            paper = get_method(run.method).Config()
+            for field in dataclasses.fields(paper):
+                if field.name in arm.overrides: continue
+                expected = getattr(paper, field.name)
+                if field.name == "model": expected = arm.overrides.get("model", expected)
+                got = getattr(run.config, field.name)
+                if field.name in ("lam", "batch_size", "lr", "head_lr") and run.method == "sncse": continue  # by model
+                assert got == expected, f"{name}/{run.key}: {field.name} = {got!r}, the dataclass says {expected!r}"
+            assert run.options.data_dir is None and run.options.max_steps is None  # the hub, the paper's epochs
+
+
+def test_paper_dry_run_from_the_cli(capsys):
+    assert main(["experiments", "run", "pairsupcon-table5", "--preset", "paper", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "bert-base-uncased" in out and "1024" in out and "3 epochs" in out and "nothing was executed" in out
+
+
+def test_bad_batch_inputs_are_one_line_errors(capsys, tmp_path):
+    assert main(["experiments", "run", "no-such-table"]) == 2
+    assert "unknown experiment" in capsys.readouterr().err
+    assert main(["experiments", "run", "pairsupcon-table5", "--preset", "cpu"]) == 2  # cpu needs a data folder
+    assert "data_dir" in capsys.readouterr().err
+    assert main(["experiments", "run", "pairsupcon-table5", "-p", "lr=1"]) == 2
+    assert "not an experiment parameter" in capsys.readouterr().err
+    assert main(["experiments", "report", str(tmp_path/"missing"), "--out", str(tmp_path/"r")]) == 2
+
+
+@pytest.fixture(scope="module")
+def smoke_batch(tmp_path_factory):
+    "Every experiment under cpu-smoke, two at a time (the CI check that each notebook runs end to end)."
+    out = tmp_path_factory.mktemp("batch")
+    table = run_batch(preset="cpu-smoke", out=out, jobs=2, log=print)
+    return out, table
+
+
+def test_every_experiment_runs_under_cpu_smoke(smoke_batch):
+    out, table = smoke_batch
+    failed = table[table.status != "done"]
+    assert failed.empty, "\n" + "\n".join(f"{r.experiment}: {r.error} (see {out/r.experiment/'log.txt'})"
+                                          for r in failed.itertuples())
+    for name in EXPERIMENTS:
+        doc = check_results(json.loads((out/name/"results.json").read_text()))
+        assert doc["complete"] and doc["kind"] == "pipeline check"
+        assert set(doc) >= set(RESULTS_SCHEMA)
+        for f in doc["figures"]: assert (out/name/f).exists(), f"{name}: figure {f} missing"
+    report = write_report(out, out/"report").read_text()
+    for name, exp in EXPERIMENTS.items():
+        assert f'<a id="{name}"></a>' in report
+    assert "pipeline check" in report and "reproduced (within" not in report and "direction reproduced" not in report
+
+
+def test_a_finished_batch_is_kept(smoke_batch, capsys):
+    out, _ = smoke_batch
+    table = run_batch(["pairsupcon-table5"], "cpu-smoke", out, log=print)
+    assert list(table.status) == ["kept"]
+
+
+def test_a_failing_notebook_leaves_the_batch_running(tmp_path):
+    nbs = tmp_path/"nbs"; nbs.mkdir()
+    shutil.copy(NBS/"pairsupcon-table5.ipynb", nbs)
+    broken = nbformat.read(NBS/"pairsupcon-table4.ipynb", 4)
+    broken.cells.insert(3, nbformat.v4.new_code_cell("raise RuntimeError('deliberate failure')"))
+    nbformat.write(broken, nbs/"pairsupcon-table4.ipynb")
+    out = tmp_path/"batch"
+    code = main(["experiments", "run", "pairsupcon-table4", "pairsupcon-table5", "--out", str(out), "--notebooks", str(nbs)])
+    assert code == 1  # one failure
+    state = json.loads((out/"batch.json").read_text())["experiments"]
+    assert state["pairsupcon-table4"]["status"] == "failed" and "deliberate failure" in state["pairsupcon-table4"]["error"]
+    assert state["pairsupcon-table5"]["status"] == "done"
+    assert (out/"pairsupcon-table4"/"pairsupcon-table4.ipynb").exists()  # the executed notebook is kept
+    report = write_report(out, tmp_path/"report").read_text()
+    line = next(l for l in report.splitlines() if l.startswith("| pairsupcon-table4 |"))
+    assert "failed" in line
