@@ -19,7 +19,7 @@ def measured_chart(rows:pd.DataFrame, # measured rows: label (or arm), column, m
                    columns=None, # the columns to draw, one panel each (default: every column with a measurement)
                    show_paper:bool=True, # mark the paper's numbers (meaningful when model and data are the paper's)
                    title:str|None=None) -> FigureResult:
-    "Per column, a bar per arm (mean ± std over seeds) and the paper's number as a diamond; data = the rows drawn."
+    "Per column, a point per arm (mean ± std over seeds) and the paper's number as a diamond; data = the rows drawn."
     check_columns(rows, ["column", "mean", "std", "paper"], "measured_chart rows")
     rows = rows.assign(label=rows["label"] if "label" in rows else rows["arm"])
     rows = rows[rows["mean"].notna()]
@@ -32,7 +32,9 @@ def measured_chart(rows:pd.DataFrame, # measured rows: label (or arm), column, m
         for ax, col in zip(axes.flat, columns):
             sub = rows[rows["column"] == col].set_index("label").reindex(labels)
             x = np.arange(len(labels))
-            ax.bar(x, sub["mean"], yerr=sub["std"].fillna(0), color=[colours[l] for l in labels], capsize=2)
+            for xi, l in zip(x, labels):  # points, not bars: the axis does not start at zero
+                ax.errorbar(xi, sub.loc[l, "mean"], yerr=0 if pd.isna(sub.loc[l, "std"]) else sub.loc[l, "std"],
+                            fmt="o", ms=6, capsize=3, color=colours[l])
             if show_paper and sub["paper"].notna().any():
                 ax.plot(x, sub["paper"], "D", color="black", ms=5, label="paper")
                 ax.legend(frameon=False, loc="lower right")
