@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import json
 import math
 import os
@@ -374,10 +375,24 @@ def sts_dev(data_dir=None,
     score.check = check
     return score
 
+def _check_view_kwargs(view:str, kwargs:dict):
+    "Every key of the config's `view_kwargs` is an argument of the view."
+    params = inspect.signature(VIEWS[view].__init__).parameters
+    valid = [n for n in params if n not in ("self", "data", "tokenizer")]
+    bad = sorted(set(kwargs) - set(valid))
+    if bad and not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        raise SentclError(f"view_kwargs: {', '.join(bad)} is not an argument of the {view!r} view; "
+                          f"valid: {', '.join(valid) or 'none'}")
+
 def training_view(method:Method, options:RunOptions, data=None) -> View:
     "The method's view over `data` (None: its training corpus per `options`), with the config's view arguments."
     data = load_training_data(method.view, options) if data is None else data
-    return build_view(method.view, data, tokenizer=method.encoder.tokenizer, **method.config.view_kwargs)
+    kwargs = method.config.view_kwargs
+    _check_view_kwargs(method.view, kwargs)
+    try: return build_view(method.view, data, tokenizer=method.encoder.tokenizer, **kwargs)
+    except TypeError as e:
+        if not kwargs: raise
+        raise SentclError(f"view_kwargs {json.dumps(kwargs)} do not fit the {method.view!r} view: {e}") from None
 
 # %% ../nbs/08_train.ipynb #7be6a7c4
 def train(method:str, # a key of `sentcl.methods.METHODS`
@@ -388,8 +403,8 @@ def train(method:str, # a key of `sentcl.methods.METHODS`
     "Train `method` with its paper config changed by `overrides`, run as `options` say; writes the run folder."
     config, options = resolve(method, overrides, options)
     dev_eval = default(dev_eval, sts_dev(options.data_dir, config.eval_protocol))
-    check_run_folder(options.out, options.resume)  # the cheap checks first: nothing is loaded yet
-    if config.eval_every: getattr(dev_eval, "check", lambda: None)()
+    if config.eval_every: getattr(dev_eval, "check", lambda: None)()  # the cheap checks first: nothing is loaded yet
+    check_run_folder(options.out, options.resume)
     device = setup_distributed()
     seed_everything(config.seed)
     data = load_training_data(get_method(method).view, options)
