@@ -105,8 +105,9 @@ def save_checkpoint(out_dir, state:dict) -> Path:
         write_json(out/CHECKSUMS, {CHECKPOINT: entry, **({PREVIOUS: old} if old and prev.exists() else {})})
     except (OSError, RuntimeError) as e:
         if tmp: tmp.unlink(missing_ok=True)
-        raise SentclError(f"could not write a checkpoint in {out} ({type(e).__name__}: {str(e).strip()[:160]}); the "
-                          "last complete one is kept — free disk space or fix the folder, then continue with --resume") from e
+        raise SentclError(f"could not write a checkpoint in {out} ({type(e).__name__}: {str(e).strip()[:160]}); "
+                          "the last complete one is kept — free disk space or fix the folder, then continue with "
+                          "--resume") from e
     return latest
 
 # %% ../nbs/08b_checkpoints.ipynb #4ae53994
@@ -117,11 +118,12 @@ def _damage(path:Path, sums:dict|None) -> str|None:
 
 def _load_safely(path:Path) -> tuple[dict|None, str|None]:
     "(the checkpoint, None), or (None, why it cannot be loaded); never unpickles Python objects."
-    if not zipfile.is_zipfile(path): return None, "it is not a whole checkpoint archive: truncated, or another kind of file"
+    if not zipfile.is_zipfile(path):
+        return None, "it is not a whole checkpoint archive: truncated, or another kind of file"
     try: return torch.load(path, map_location="cpu", weights_only=True), None
     except pickle.UnpicklingError:
-        return None, ("it holds pickled Python objects, which sentcl does not load (they could run code): written by an "
-                      "older sentcl or not by sentcl")
+        return None, ("it holds pickled Python objects, which sentcl does not load (they could run code): written "
+                      "by an older sentcl or not by sentcl")
     except Exception as e: return None, f"it cannot be read ({type(e).__name__}: {str(e).strip()[:120]})"
 
 def load_checkpoint(out_dir) -> dict | None:

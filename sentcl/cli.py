@@ -45,7 +45,8 @@ def check_output_file(path, # where a command will write its result
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=path.parent): pass
-    except OSError as e: raise SentclError(f"{flag} {path}: cannot write in {path.parent} ({e.strerror}); choose another place") from None
+    except OSError as e:
+        raise SentclError(f"{flag} {path}: cannot write in {path.parent} ({e.strerror}); choose another place") from None
     return path
 
 # %% ../nbs/11_cli.ipynb #b826b921
@@ -66,7 +67,8 @@ def run_encode(args) -> int:
     try: lines = src.read_text(encoding="utf-8").splitlines()
     except UnicodeDecodeError as e: raise SentclError(f"--in {src}: not UTF-8 text ({e.reason} at byte {e.start}); re-encode it as UTF-8") from None
     if not lines: raise SentclError(f"--in {src}: the file is empty; give a text file with one sentence per line")
-    if any("\x00" in l for l in lines): raise SentclError(f"--in {src}: holds NUL bytes, so it is not a text file; give one sentence per line")
+    if any("\x00" in l for l in lines):
+        raise SentclError(f"--in {src}: holds NUL bytes, so it is not a text file; give one sentence per line")
     if not str(args.out).endswith(".npy"): raise SentclError(f"--out {args.out}: the output is a NumPy array; give a path ending in .npy")
     check_output_file(args.out)
     enc = SentenceEncoder(args.model, pooling=args.pooling, max_length=args.max_length)

@@ -236,7 +236,8 @@ def _load_model(name:str, pooling:str|None) -> tuple:
     folder = dict(pooling=None, max_length=None, template=None, normalize=False)
     if name == TINY_NAME: return (*tiny_model(add_pooling_layer=pooling == "cls"), folder)
     path = default_model_path() if name == DEFAULT_NAME else Path(name).expanduser()
-    if path.is_file(): raise SentclError(f"model {name!r} is a file; give the model's folder (with config.json or modules.json)")
+    if path.is_file():
+        raise SentclError(f"model {name!r} is a file; give the model's folder (with config.json or modules.json)")
     if not path.is_dir(): src = _from_hub(name, folder)
     elif (path/"modules.json").exists() or (path/"sentcl_config.json").exists():
         try: info = read_st_folder(path)

@@ -66,7 +66,8 @@ class Range:
                 and (self.high is None or x <= self.high))
 
     def __str__(self):
-        if self.low is not None and self.high is not None: return f"in {'(' if self.low_open else '['}{self.low}, {self.high}]"
+        if self.low is not None and self.high is not None:
+            return f"in {'(' if self.low_open else '['}{self.low}, {self.high}]"
         return f"{'>' if self.low_open else '≥'} {self.low}" if self.low is not None else f"≤ {self.high}"
 
 POSITIVE, AT_LEAST_ONE, NON_NEGATIVE, PROBABILITY = Range(0, low_open=True), Range(1), Range(0), Range(0, 1)
@@ -115,12 +116,13 @@ def check_field(cls:type, # a dataclass, e.g. a method's Config or RunOptions
     if ok and (rng is None or not numeric or value in rng): return value
     if rng: expected = expected.replace("number", f"number {rng}").replace("integer", f"integer {rng}")
     dflt = f.default if f.default_factory is dataclasses.MISSING else f.default_factory()
-    raise SentclError(f"{name}={value!r} is not a valid {cls.__name__} setting: expected {expected} (default: {dflt!r})")
+    raise SentclError(f"{name}={value!r} is not a valid {cls.__name__} setting: expected {expected} "
+                      f"(default: {dflt!r})")
 
 # %% ../nbs/07a_method_base.ipynb #e9dc2a20
 @patch
 def replace(self:MethodConfig, **overrides) -> MethodConfig:
-    "A copy with `overrides`, each checked by `check_field`; an unknown field is a one-line error listing the valid ones."
+    "A copy with `overrides`, each checked by `check_field`; an unknown field is an error listing the valid ones."
     names = {f.name for f in dataclasses.fields(self)}
     bad = sorted(set(overrides) - names)
     if bad: raise SentclError(f"unknown config field(s) {', '.join(bad)} for {type(self).__name__}; "

@@ -22,8 +22,8 @@ import torch.distributed as dist
 from fastcore.basics import patch
 from tqdm.auto import tqdm
 
-from .checkpoints import CHECKPOINT, PREVIOUS, config_differences, load_checkpoint, save_checkpoint, seed_everything
-from .checkpoints import rng_state, set_rng_state
+from .checkpoints import CHECKPOINT, config_differences, load_checkpoint, save_checkpoint, seed_everything
+from .checkpoints import PREVIOUS, rng_state, set_rng_state
 from .core import SentclError, atomic_write, default, git_commit, package_versions, write_json
 from .data import SAMPLES_DIR, load_corpus
 from .gradients import autocast_context, average_gradients, broadcast_parameters, compute_gradients
@@ -143,10 +143,12 @@ def _check_data(self:Trainer) -> int:
 def _check_space(self:Trainer):
     "Stop before step 1 when the run folder's disk cannot hold the model and one checkpoint."
     weights = sum(p.numel() * p.element_size() for p in self.method.parameters())
-    need, where = 4 * weights, next(p for p in (self.out, *self.out.parents) if p.exists())  # model + weights, 2 moments
+    need = 4 * weights  # the model, and a checkpoint: weights and two Adam moments
+    where = next(p for p in (self.out, *self.out.parents) if p.exists())
     free = shutil.disk_usage(where).free
-    if free < need: raise SentclError(f"{where} has {free / 1e9:.2f} GB free, but this run needs about {need / 1e9:.2f} GB "
-                                      "(the model and a checkpoint); free disk space or choose another --out")
+    if free < need: raise SentclError(f"{where} has {free / 1e9:.2f} GB free, but this run needs about "
+                                      f"{need / 1e9:.2f} GB (the model and a checkpoint); free disk space or choose "
+                                      "another --out")
 
 # %% ../nbs/08_train.ipynb #06c02f50
 @patch
@@ -201,8 +203,9 @@ def _evaluate(self:Trainer) -> float:
         self.eval_pending = True
         self._checkpoint()
         model = f", the weights of step {self.step} in {self.out/'model'}" if self.exported else ""
-        raise SentclError(f"the dev evaluation at step {self.step} failed ({type(e).__name__}: {_first_line(e)}); the run "
-                          f"is saved in {self.out/CHECKPOINT}{model} — fix the cause and continue with --resume") from e
+        raise SentclError(f"the dev evaluation at step {self.step} failed ({type(e).__name__}: {_first_line(e)}); "
+                          f"the run is saved in {self.out/CHECKPOINT}{model} — fix the cause and continue with "
+                          "--resume") from e
     self.eval_pending = False
     if math.isfinite(score) and (self.best is None or score > self.best):
         self.best = score
@@ -283,11 +286,12 @@ def check_run_folder(out, # the run folder
     try:
         out.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=out): pass
-    except OSError as e: raise SentclError(f"--out {out}: cannot write there ({e.strerror}); choose another folder") from None
+    except OSError as e:
+        raise SentclError(f"--out {out}: cannot write there ({e.strerror}); choose another folder") from None
     has = [n for n in (CHECKPOINT, PREVIOUS) if (out/n).is_file()]
     if resume and not has: raise SentclError(f"--resume: no {CHECKPOINT} in {out}; start without --resume")
-    if has and not resume: raise SentclError(f"{out} holds the checkpoint of an earlier run ({has[0]}); continue it with "
-                                             "--resume, or start again in a new --out (or after deleting the folder)")
+    if has and not resume: raise SentclError(f"{out} holds the checkpoint of an earlier run ({has[0]}); continue it "
+                                             "with --resume, or start again in a new --out (or after deleting it)")
 
 # %% ../nbs/08_train.ipynb #17de65b5
 @patch
@@ -323,7 +327,8 @@ def _export_final(self:Trainer):
 def _last_evaluation_due(self:Trainer) -> bool:
     "A finished run evaluates once more unless its last step was an evaluation step."
     every = self.cfg.eval_every
-    return self.step >= self.total and self.dev_eval is not None and bool(every) and (self.step % every != 0 or self.eval_pending)
+    due = bool(every) and (self.step % every != 0 or self.eval_pending)
+    return self.step >= self.total and self.dev_eval is not None and due
 
 @patch
 def finish(self:Trainer) -> dict:
