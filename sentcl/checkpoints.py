@@ -82,6 +82,7 @@ def _listed_entry(path:Path, sums:dict) -> dict|None:
 def _write_verified(out:Path, state:dict) -> tuple[Path, dict]:
     "Write `state` to a temporary file in `out`; (its path, its entry: sha256, bytes, step) once it is on disk whole."
     fd, tmp = tempfile.mkstemp(dir=out, prefix=f".{CHECKPOINT}.", suffix=".tmp")
+    umask = os.umask(0); os.umask(umask); os.chmod(tmp, 0o666 & ~umask)  # readable like any file the user writes
     try:
         with os.fdopen(fd, "wb") as f:
             w = _HashingWriter(f); torch.save(state, w); f.flush(); os.fsync(f.fileno())

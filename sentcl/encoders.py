@@ -425,6 +425,7 @@ def save(self:SentenceEncoder, path, settings:EncoderSettings=None) -> Path:
     settings, path = default(settings, self.settings), Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"))
+    umask = os.umask(0); os.umask(umask); os.chmod(tmp, 0o777 & ~umask)  # mkdtemp makes 0700: others could not read it
     try:
         with _quiet_transformers():
             self.model.save_pretrained(tmp, safe_serialization=True)

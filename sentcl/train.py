@@ -298,6 +298,10 @@ def check_run_folder(out, # the run folder
 def begin(self:Trainer):
     "Open the run: restore the checkpoint (resume) or write config.json; open the metrics log and the progress bar."
     check_run_folder(self.out, self.opts.resume)
+    if self.rank == 0:  # what a killed run left half-written: temporary files and folders of atomic writes
+        for p in self.out.glob(".*.tmp"):
+            if p.is_dir(): shutil.rmtree(p, ignore_errors=True)
+            else: p.unlink(missing_ok=True)
     if self.opts.resume: self._restore(load_checkpoint(self.out))
     elif self.rank == 0:
         shutil.rmtree(self.out/"best", ignore_errors=True); (self.out/"summary.json").unlink(missing_ok=True)  # stale
