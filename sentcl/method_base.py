@@ -71,12 +71,13 @@ class Range:
         return f"{'>' if self.low_open else '≥'} {self.low}" if self.low is not None else f"≤ {self.high}"
 
 POSITIVE, AT_LEAST_ONE, NON_NEGATIVE, PROBABILITY = Range(0, low_open=True), Range(1), Range(0), Range(0, 1)
+# by exact field name, then by the end of a field's name
 FIELD_RANGES = {"lr": POSITIVE, "temperature": POSITIVE, "eps": POSITIVE, "ratio": POSITIVE, "grad_clip": POSITIVE,
                 "epochs": POSITIVE, "weight_decay": NON_NEGATIVE, "warmup": NON_NEGATIVE, "cut_frac": Range(0, 1, True),
-                "seed": Range(0, 2**32 - 1), "max_steps": AT_LEAST_ONE, "stop_after": AT_LEAST_ONE} # by exact field name
+                "seed": Range(0, 2**32 - 1), "max_steps": AT_LEAST_ONE, "stop_after": AT_LEAST_ONE}
 NAME_RANGES = (("_lr", POSITIVE), ("temperature", POSITIVE), ("batch_size", AT_LEAST_ONE), ("max_length", AT_LEAST_ONE),
-               ("_every", AT_LEAST_ONE), ("_dim", AT_LEAST_ONE), ("_hidden", AT_LEAST_ONE), ("probability", PROBABILITY),
-               ("_prob", PROBABILITY), ("dropout", PROBABILITY)) # by the end of a field's name
+               ("_every", AT_LEAST_ONE), ("_dim", AT_LEAST_ONE), ("_hidden", AT_LEAST_ONE),
+               ("probability", PROBABILITY), ("_prob", PROBABILITY), ("dropout", PROBABILITY))
 
 def field_range(f:dataclasses.Field) -> Range|None:
     "The range of a numeric field: its metadata's 'range', else by its name (`FIELD_RANGES`, `NAME_RANGES`)."
