@@ -23,7 +23,7 @@ from tqdm.auto import tqdm
 from .checkpoints import CHECKPOINT, config_differences, load_checkpoint, save_checkpoint, seed_everything
 from .checkpoints import rng_state, set_rng_state
 from .core import SentclError, atomic_write, default, git_commit, package_versions, write_json
-from .data import SAMPLES_DIR, load_corpus
+from .data import DEFAULT_CORPUS, SAMPLES_DIR, load_corpus
 from .gradients import autocast_context, average_gradients, broadcast_parameters, compute_gradients
 from .gradients import rank_slice, setup_distributed, world
 from .method_base import Method, MethodConfig
@@ -41,7 +41,7 @@ class RunOptions:
     "How one training run executes; every training hyper-parameter is in the method's config instead."
     out:str|None = None # run folder; None = runs/<method>
     preset:str = "paper" # a key of PRESETS: defaults for the method config and these options
-    train_data:str|None = None # corpus name (in data_dir), file or hub id; None = the view's DEFAULT_CORPUS
+    train_data:str|None = None # a `sentcl.data.load_corpus` spec; None = the method config's `corpus`
     data_dir:str|None = None # a folder in sentcl's data layout (training and dev data); None = the hub
     max_steps:int|None = None # run this many steps, overriding the config's epochs (the schedule's horizon)
     stop_after:int|None = None # pause after this many steps of this invocation (checkpoint written)
@@ -71,7 +71,8 @@ class Preset:
 
 def cpu_smoke_overrides(method:str) -> dict:
     "Method-config overrides of the `cpu-smoke` preset."
-    o = {"model": "default", "batch_size": 32, "max_length": 32, "eval_every": None, "select_on_dev": False, "epochs": 1}
+    o = {"model": "default", "batch_size": 32, "max_length": 32, "eval_every": None, "select_on_dev": False, "epochs": 1,
+         "corpus": DEFAULT_CORPUS[VIEWS[get_method(method).view].corpus]}  # the bundled samples' corpus of the view's kind
     if method == "declutr":
         o.update(batch_size=2, max_length=64, view_kwargs={"num_anchors": 2, "num_positives": 2, "min_span": 8, "max_span": 32})
     if method == "sbert": o.update(batch_size=16)
@@ -301,9 +302,9 @@ def fit(self:Trainer) -> dict:
     return self.finish()
 
 # %% ../nbs/08_train.ipynb #ef0bae87
-def load_training_data(view:str, options:RunOptions):
-    "The corpus view `view` reads: `options.train_data`, or the default corpus of the view's kind."
-    return load_corpus(options.train_data, VIEWS[view].corpus, options.data_dir)
+def load_training_data(view:str, options:RunOptions, corpus:str|None=None):
+    "The corpus view `view` reads: `options.train_data`, else `corpus` (the config's), else the view kind's default."
+    return load_corpus(options.train_data or corpus, VIEWS[view].corpus, options.data_dir)
 
 def sts_dev(data_dir=None,
             protocol:str="senteval", # the method's evaluation protocol (`MethodConfig.eval_protocol`)
@@ -316,7 +317,7 @@ def sts_dev(data_dir=None,
 
 def training_view(method:Method, options:RunOptions, data=None) -> View:
     "The method's view over `data` (None: its training corpus per `options`), with the config's view arguments."
-    data = load_training_data(method.view, options) if data is None else data
+    data = load_training_data(method.view, options, method.config.corpus) if data is None else data
     return build_view(method.view, data, tokenizer=method.encoder.tokenizer, **method.config.view_kwargs)
 
 # %% ../nbs/08_train.ipynb #7be6a7c4
@@ -329,7 +330,7 @@ def train(method:str, # a key of `sentcl.methods.METHODS`
     config, options = resolve(method, overrides, options)
     device = setup_distributed()
     seed_everything(config.seed)
-    data = load_training_data(get_method(method).view, options)
+    data = load_training_data(get_method(method).view, options, config.corpus)
     model = build_method(method, config.model, config).to(device)
     dev_eval = default(dev_eval, sts_dev(options.data_dir, config.eval_protocol))
     return Trainer(model, training_view(model, options, data), options, dev_eval=dev_eval).fit()

@@ -45,7 +45,7 @@ def max_gap(a, b):
 CONTRASTIVE = ["pairsupcon", "pairsupcon-instdisc", "supcon", "sncse", "declutr", "simcse-unsup", "simcse-sup"]
 
 
-@pytest.mark.parametrize("name", CONTRASTIVE + ["sbert", "pairsupcon-classification"])
+@pytest.mark.parametrize("name", CONTRASTIVE + ["sbert", "pairsupcon-classification", "sbert-augment"])
 def test_gradient_caching_equals_big_batch(name):
     method, batch = method_and_batch(name)
     method.train()
