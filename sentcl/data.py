@@ -156,7 +156,8 @@ HUB = {
     ("nli", "snli"): HubSource("stanfordnlp/snli", "cdb5c3d5eed6ead6e5a341c8e56e669bb666725b", splits=_TVT),
     ("nli", "multi_nli"): HubSource("nyu-mll/multi_nli", "da70db2af9d09693783c3320c4249840212ee221", splits=(("train", "train"), ("dev", "validation_matched"),
         ("dev_matched", "validation_matched"), ("dev_mismatched", "validation_mismatched"))),
-    ("triplets", "simcse"): HubSource("princeton-nlp/datasets-for-simcse", _SIMCSE_FILES, data_files="nli_for_simcse.csv",
+    ("triplets", "simcse"): HubSource("princeton-nlp/datasets-for-simcse", _SIMCSE_FILES,
+        data_files="nli_for_simcse.csv",
         splits=(("train", "train"),), columns=(("sentence", "sent0"), ("positive", "sent1"), ("hard_negative", "hard_neg"))),
     **{("sts", t): HubSource(f"mteb/{t}-sts", rev, splits=(("test", "test"),), columns=_STS_COLS)
        for t, rev in (("sts12", "a0d554a64d88156834ff5ae9920b964011b16384"), ("sts13", "7e90230a92c190f1bf69ae9002b8cea547a64cca"),
@@ -179,7 +180,8 @@ HUB = {
     ("transfer", "mrpc"): HubSource("SetFit/mrpc", "2e2058c90792fb6dc86125943e4d2f96a5155a6b",
         splits=(("train", "train+validation"), ("test", "test")),
         columns=(("sentence1", "text1"), ("sentence2", "text2"), ("label", "label"))),
-    ("sentences", "wiki1m"): HubSource("princeton-nlp/datasets-for-simcse", _SIMCSE_FILES, data_files="wiki1m_for_simcse.txt",
+    ("sentences", "wiki1m"): HubSource("princeton-nlp/datasets-for-simcse", _SIMCSE_FILES,
+        data_files="wiki1m_for_simcse.txt",
         splits=(("train", "train"),)),
     ("documents", "wikitext103"): HubSource("Salesforce/wikitext", config="wikitext-103-raw-v1", splits=(("train", "train"),)),
     ("documents", "openwebtext"): HubSource("Skylion007/openwebtext", splits=(("train", "train"),)),  # streamed
@@ -316,7 +318,7 @@ def is_triplets(df) -> bool:
     return isinstance(df, pd.DataFrame) and set(TRIPLET_COLUMNS) <= set(df.columns)
 
 def triplet_pairs(triplets: pd.DataFrame) -> pd.DataFrame:
-    "NLI pairs from SimCSE triplets as PairSupCon's README builds them: (s, positive, entailment), (s, hard_negative, contradiction)."
+    "NLI pairs from SimCSE triplets as PairSupCon's README makes them: an entailment, then a contradiction pair each"
     out = pd.DataFrame({"premise": np.repeat(triplets.sentence.to_numpy(), 2),
                         "hypothesis": np.stack([triplets.positive, triplets.hard_negative], 1).reshape(-1),
                         "label": ["entailment", "contradiction"] * len(triplets)})
@@ -503,7 +505,7 @@ class TextList(list):
         self.attrs = dict(attrs)
 
 def sanitize_document(text:str, lowercase:bool=True) -> str:
-    "DeCLUTR's `sanitize_text`: whitespace runs (newlines, tabs) become one space; lower-cased as its OpenWebText script does."
+    "DeCLUTR's `sanitize_text`: whitespace runs become one space; lower-cased as its OpenWebText script does."
     s = " ".join(text.split())
     return s.lower() if lowercase else s
 
@@ -514,7 +516,7 @@ def declutr_documents(docs, # iterable of raw documents (a generator is read onc
                       lowercase:bool=True, # lower-case, as the released OpenWebText script
                       limit:int|None=None, # stop once this many are kept (the script's --max-documents)
                      ) -> TextList:
-    "DeCLUTR's preprocessing: sanitise every document and keep those longer than `min_tokens`; skipped ones are counted."
+    "DeCLUTR's preprocessing: sanitise every document, keep those longer than `min_tokens`, count the skipped ones."
     kept, seen = [], 0
     for doc in docs:
         if exists(limit) and len(kept) >= limit: break
@@ -530,8 +532,8 @@ def hub_texts(source:HubSource, what:str, column:str="text"):
     "Stream one column of a hub corpus's train split row by row; a hub that cannot be read is one error line."
     import datasets
     try:
-        ds = datasets.load_dataset(source.path, source.config, split=source.hub_split("train"), revision=source.revision,
-                                   data_files=source.data_files, streaming=True)
+        ds = datasets.load_dataset(source.path, source.config, split=source.hub_split("train"),
+                                   revision=source.revision, data_files=source.data_files, streaming=True)
         for row in ds: yield row[column]
     except SentclError: raise
     except Exception as e:
@@ -557,7 +559,7 @@ def _document_files(root:Path, names) -> list[Path]:
             if names is None or any(fnmatch.fnmatch(p.name.split(".txt")[0], n) for n in names)]
 
 def load_documents(data_dir=None,
-                   names=None, # stems or glob patterns under `documents/`, or one folder there; hub: one corpus (None: wikitext103)
+                   names=None, # stems/globs under `documents/`, or one folder there; hub: a corpus (None: wikitext103)
                   ) -> list[str]:
     "Long documents (DeCLUTR), one string each; empty documents are skipped and counted."
     root, corpus = data_root(data_dir), names[0] if names is not None and len(names) == 1 else None
@@ -569,7 +571,9 @@ def load_documents(data_dir=None,
         docs = split_wikitext_articles(hub_frame(HUB["documents", corpus], "train", "documents (WikiText-103)")["text"])
     else:
         files = _document_files(root, names)
-        if not files: raise _missing(f"documents {list(names) if names else ''}".strip(), root/"documents", _hub_id("documents", corpus))
+        if not files:
+            what = f"documents {list(names) if names else ''}".strip()
+            raise _missing(what, root/"documents", _hub_id("documents", corpus))
         docs = [read_document(p) for p in files]
         if corpus == "openwebtext": return declutr_documents(docs, "openwebtext")
     empty = sum(not d for d in docs)
@@ -600,7 +604,8 @@ def corpus_terms(spec:str) -> list[str]:
     "A `--train-data` spec cut into corpora at `+`; a `+` term without ':' after a `name:split` term is one more split."
     terms = []
     for part in spec.split("+"):
-        if not part.strip(): raise SentclError(f"--train-data {spec!r}: empty corpus name around '+'; e.g. snli+multi_nli")
+        if not part.strip():
+            raise SentclError(f"--train-data {spec!r}: empty corpus name around '+'; e.g. snli+multi_nli")
         if terms and ":" in terms[-1] and ":" not in part: terms[-1] += "+" + part
         else: terms.append(part)
     return terms
@@ -652,10 +657,10 @@ def _join(parts: list, kind: str):
     return [t for part in parts for t in part]
 
 # %% ../nbs/02_data.ipynb #605af686
-def load_corpus(spec: str|None, # corpus name[:split], corpora joined by '+', a file/folder, or a hub id; None: DEFAULT_CORPUS
+def load_corpus(spec: str|None, # name[:split], names joined by '+', a file/folder, or a hub id; None: DEFAULT_CORPUS
                 kind: str, # "nli" | "sentences" | "documents"
                 data_dir=None):
-    "Resolve a `--train-data` spec: an NLI DataFrame (pairs, or `simcse` triplets), or a list of sentences or documents."
+    "Resolve a `--train-data` spec: an NLI DataFrame (pairs, or `simcse` triplets), or sentences or documents."
     if kind not in CORPUS_KINDS: raise ValueError(f"kind {kind!r} is not one of {CORPUS_KINDS}")
     spec = DEFAULT_CORPUS[kind] if spec is None or spec == "" else spec
     p = Path(spec).expanduser()

@@ -124,8 +124,8 @@ class DeCLUTRConfig(MethodConfig):
     max_length:int = 512
     grad_clip:float|None = 1.0
     mlm_probability:float = 0.15 # share of anchor tokens picked for MLM
-    view_kwargs:dict = field(default_factory=lambda: {"num_anchors": 2, "num_positives": 2, "min_span": 32, "max_span": 512,
-                                                      "sampling": None})
+    view_kwargs:dict = field(default_factory=lambda: {"num_anchors": 2, "num_positives": 2, "min_span": 32,
+                                                      "max_span": 512, "sampling": None})
     corpus:str = "openwebtext" # OpenWebText documents of more than 2,048 whitespace tokens
     objective:str = "both" # "both" (contrastive + MLM), "contrastive" or "mlm" (Fig. 3)
     projection:bool = False # SimCLR-style projection head in training only (supplement §6.1)
@@ -135,8 +135,10 @@ class DeCLUTRConfig(MethodConfig):
 # %% ../nbs/07g_declutr.ipynb #4f058bc8
 def projection_head(dim:int, width:int=128, activation:str="relu") -> nn.Module:
     "The supplement's projection z = W2 act(W1 e): Linear(dim, width), ReLU (or nothing), Linear(width, width)."
-    if activation not in ("relu", "linear"): raise SentclError(f"declutr: projection_activation must be 'relu' or 'linear', got {activation!r}")
-    return nn.Sequential(nn.Linear(dim, width), nn.ReLU() if activation == "relu" else nn.Identity(), nn.Linear(width, width))
+    if activation not in ("relu", "linear"):
+        raise SentclError(f"declutr: projection_activation must be 'relu' or 'linear', got {activation!r}")
+    act = nn.ReLU() if activation == "relu" else nn.Identity()
+    return nn.Sequential(nn.Linear(dim, width), act, nn.Linear(width, width))
 
 # %% ../nbs/07g_declutr.ipynb #89c396f0
 class DeCLUTR(Method):
@@ -145,7 +147,8 @@ class DeCLUTR(Method):
 
     def build_heads(self, dim):
         cfg, model = self.config, self.encoder.model
-        if cfg.objective not in OBJECTIVES: raise SentclError(f"declutr: objective {cfg.objective!r} is not one of {OBJECTIVES}")
+        if cfg.objective not in OBJECTIVES:
+            raise SentclError(f"declutr: objective {cfg.objective!r} is not one of {OBJECTIVES}")
         if cfg.projection: self.projection = projection_head(dim, cfg.projection_dim, cfg.projection_activation)
         if cfg.objective == "contrastive": return                                # no MLM, no MLM head
         self.mlm_head = MaskedLMHead(model.config, model.get_input_embeddings().weight.shape[0])

@@ -45,7 +45,7 @@ def pool(
     if mode == "mean":
         m = attention_mask.unsqueeze(-1).to(hidden.dtype)                    # (b, n, 1)
         return (hidden * m).sum(1) / m.sum(1).clamp(min=1e-9)                 # (b, d)
-    if mode == "mean_no_cls":                                                 # Liao's paper: the real tokens after [CLS]
+    if mode == "mean_no_cls":                                                 # Liao's paper: real tokens after [CLS]
         m = attention_mask[:, 1:].unsqueeze(-1).to(hidden.dtype)             # (b, n-1, 1)
         return (hidden[:, 1:] * m).sum(1) / m.sum(1).clamp(min=1e-9)          # (b, d)
     if mode == "mean_no_cls_padded":                                          # Liao's code: positions 1..T-1 over T-1

@@ -262,6 +262,6 @@ def sncse_negative_loss(
     _check_temperature("sncse_negative_loss", temperature)
     _check_rows("sncse_negative_loss", z1=z1, z2=z2, z3=z3)
     z1, z2, z3 = _math_dtype("sncse_negative_loss", z1=z1, z2=z2, z3=z3)
-    own = (F.normalize(z1, dim=1, eps=COSINE_EPS) * F.normalize(z3, dim=1, eps=COSINE_EPS)).sum(1)  # (N,) cos(h_i, h_i#)
+    own = (F.normalize(z1, dim=1, eps=COSINE_EPS) * F.normalize(z3, dim=1, eps=COSINE_EPS)).sum(1)  # (N,) cos(h, h#)
     logits = torch.cat([cosine_matrix(z1, z2), own[:, None]], dim=1) / temperature                # (N, N+1)
     return F.cross_entropy(logits, torch.arange(z1.shape[0], device=z1.device))                   # Eq. 9

@@ -24,7 +24,7 @@ __all__ = ['MethodConfig', 'batch_generator', 'bert_init_', 'slice_inputs', 'Met
 class MethodConfig:
     "Training settings every method has; subclasses set their paper's values as defaults."
     model:str = "bert-base-uncased" # the paper's encoder checkpoint
-    corpus:str = "" # the paper's training corpus, a `--train-data` spec (`sentcl.data.load_corpus`); "" = the view's default
+    corpus:str = "" # the paper's training data as a `--train-data` spec (`sentcl.data.load_corpus`); "": view's default
     optimizer:str = "adamw" # "adam" or "adamw"
     lr:float = 2e-5 # encoder learning rate
     head_lr:float = 2e-5 # learning rate of the heads

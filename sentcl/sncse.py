@@ -46,11 +46,11 @@ class SNCSEConfig(MethodConfig):
     beta:float = 0.3 # BML upper margin
     lam:float = 1e-3 # BML weight (5e-4 for RoBERTa, see `model_defaults`)
     corpus:str = "wiki1m" # SimCSE's 1M Wikipedia sentences
-    negation_role:str = "soft" # "soft" (InfoNCE + lam * BML), "none" (InfoNCE), "negative" (NL, Eq. 9), "positive" (PL, Eq. 8)
+    negation_role:str = "soft" # "soft" (InfoNCE + lam BML), "none" (InfoNCE), "negative" (NL, Eq. 9), "positive" (PL)
 
     @classmethod
     def model_defaults(cls, model:str) -> dict:
-        "The released switches: lam 5e-4 for a RoBERTa (name contains 'roberta'), batch 128 and lr 5e-6 for a large model."
+        "The released switches: lam 5e-4 when the name contains 'roberta', batch 128 and lr 5e-6 when it has 'large'."
         name, out = str(model).lower(), {}
         if "roberta" in name: out["lam"] = 5e-4
         if "large" in name: out.update(batch_size=128, lr=5e-6, head_lr=5e-6)
@@ -63,7 +63,8 @@ class SNCSE(Method):
 
     def build_heads(self, dim):
         if self.config.negation_role not in NEGATION_ROLES:
-            raise SentclError(f"sncse: negation_role {self.config.negation_role!r} is not one of {', '.join(NEGATION_ROLES)}")
+            raise SentclError(f"sncse: negation_role {self.config.negation_role!r} is not one of "
+                              f"{', '.join(NEGATION_ROLES)}")
         self.mlp = tanh_mlp(self.encoder, dim)
 
     def embedding_inputs(self, batch):

@@ -65,6 +65,7 @@ def sample_spans(n_tokens: int, # document length in (subword) tokens
         a_start = int(rng.integers(starts[idx], starts[idx] + L - anchor_len + 1))
         a_end = a_start + anchor_len
         del starts[max(0, idx - 1): idx + 2]  # the chosen chunk and its neighbours
-        positives = [_positive(rng, a_start, a_end, n_tokens, min_span, max_span, sampling) for _ in range(num_positives)]
+        positives = [_positive(rng, a_start, a_end, n_tokens, min_span, max_span, sampling)
+                     for _ in range(num_positives)]
         out.append(((a_start, a_end), positives))
     return out

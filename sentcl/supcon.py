@@ -25,7 +25,7 @@ __all__ = ['LiaoConfig', 'SupConConfig', 'LiaoMethod', 'SupCon', 'liao_augmented
 # %% ../nbs/07d_supcon.ipynb #46462fb7
 @dataclass
 class LiaoConfig(MethodConfig):
-    "What Liao's runs share (paper §4, bert_sent_embed.py): model, optimiser, schedule, pooling, classifier, data order."
+    "What Liao's runs share (paper §4, bert_sent_embed.py): model, optimiser, schedule, pooling, classifier, data."
     model:str = "google/bert_uncased_L-8_H-512_A-8"
     corpus:str = "snli" # SNLI's training split, unshuffled
     eps:float|None = 1e-6 # transformers' AdamW default, as released
@@ -64,8 +64,8 @@ class LiaoMethod(Method):
         groups = {"u": {"sentences": batch["premise"]}, "v": {"sentences": batch["hypothesis"]}}
         if self.train_settings.pooling in BATCH_DEPENDENT_POOLINGS:
             for g in groups.values():
-                g["pad_to"] = _global_max(self.encoder.tokenize(g["sentences"], self.train_settings)["input_ids"].shape[1],
-                                          self.encoder.device)
+                longest = self.encoder.tokenize(g["sentences"], self.train_settings)["input_ids"].shape[1]
+                g["pad_to"] = _global_max(longest, self.encoder.device)
         return groups
 
     def encode_inputs(self, key, inputs):
@@ -127,10 +127,10 @@ class SBERTAugmentConfig(LiaoConfig):
     "Liao's Augment baselines (Table 2): the 3-way classifier on the SCL's anchor/positive/negative pairs."
     n_pos:int = -1 # positives per anchor (-1: all, "allp"; 3: "3p")
     n_neg:int = -1 # negatives per anchor (-1: all, "alln"; 3: "3n")
-    other_premise_label:str = "contradiction" # label of an anchor with another premise's hypothesis ("neutral": the other reading)
+    other_premise_label:str = "contradiction" # label of an anchor with another premise's hypothesis (or "neutral")
 
 class SBERTAugment(LiaoMethod):
-    "Liao's Augment baseline: cross-entropy of the 3-way classifier on each entailment anchor's positive and negative pairs."
+    "Liao's Augment baseline: 3-way cross-entropy on each entailment anchor's positive and negative pairs."
     name, Config = "sbert-augment", SBERTAugmentConfig
 
     def build_heads(self, dim):
@@ -146,6 +146,7 @@ class SBERTAugment(LiaoMethod):
         g = batch_generator(cfg.seed, label, groups) if cfg.n_pos > 1 or cfg.n_neg > 0 else None
         a, h, y = (t.to(u.device) for t in liao_augmented_pairs(label, groups, cfg.n_pos, cfg.n_neg,
                                                                  LABELS.index(cfg.other_premise_label), g))
-        if len(a) == 0: zero = (u.sum() + v.sum()) * 0.0; return zero, {"classification": 0.0, "pairs": 0.0, "loss": 0.0}
+        if len(a) == 0:                                                        # no entailment anchor in the batch
+            return (u.sum() + v.sum()) * 0.0, {"classification": 0.0, "pairs": 0.0, "loss": 0.0}
         ce = F.cross_entropy(self.classifier(sbert_pair_features(u[a], v[h])).float(), y)  # (K, 3) logits
         return ce, {"classification": ce.item(), "pairs": float(len(a)), "loss": ce.item()}

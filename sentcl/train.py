@@ -71,8 +71,8 @@ class Preset:
 
 def cpu_smoke_overrides(method:str) -> dict:
     "Method-config overrides of the `cpu-smoke` preset."
-    o = {"model": "default", "batch_size": 32, "max_length": 32, "eval_every": None, "select_on_dev": False, "epochs": 1,
-         "corpus": DEFAULT_CORPUS[VIEWS[get_method(method).view].corpus]}  # the bundled samples' corpus of the view's kind
+    o = {"model": "default", "batch_size": 32, "max_length": 32, "eval_every": None, "select_on_dev": False, "epochs": 1}
+    o["corpus"] = DEFAULT_CORPUS[VIEWS[get_method(method).view].corpus]  # the samples' corpus of the view's kind
     if method == "declutr":
         o.update(batch_size=2, max_length=64, view_kwargs={"num_anchors": 2, "num_positives": 2, "min_span": 8, "max_span": 32})
     if method == "sbert": o.update(batch_size=16)

@@ -179,12 +179,13 @@ class SpansView(View):
 
     def __init__(self, data, tokenizer=None, num_anchors: int = 2, num_positives: int = 2,
                  min_span: int = 32, max_span: int = 512,
-                 sampling: str | None = None, # positives: None (overlap/adjacent/subsumed, released), "adjacent", "subsumed"
+                 sampling: str | None = None, # positives: None (anywhere near, released), "adjacent", "subsumed"
                  strict: bool = False): # raise instead of skipping documents that are too short
         if tokenizer is None: raise TypeError("view 'spans' needs the model's tokenizer (tokenizer=encoder.tokenizer): spans are measured in its tokens")
         docs = _sentences(data, self.name)
-        self.tokenizer, self.kw = tokenizer, dict(num_anchors=num_anchors, num_positives=num_positives, min_span=min_span,
-                                                  max_span=max_span, sampling=sampling)
+        self.tokenizer = tokenizer
+        self.kw = dict(num_anchors=num_anchors, num_positives=num_positives, min_span=min_span, max_span=max_span,
+                       sampling=sampling)
         need = min_document_tokens(num_anchors, max_span)
         lengths = [len(self.tokens(d)) for d in docs]
         short = sum(n < need for n in lengths)
