@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from .core import SentclError, atomic_write, write_json
-from .encoders import SentenceEncoder
+from .encoders import POOLINGS, SentenceEncoder
 
 # %% auto #0
 __all__ = ['CONFIG_FLAGS', 'DEMO_TASKS', 'EXPERIMENT_PRESET_NAMES', 'EXPERIMENT_PARAMETERS', 'OneLineParser', 'at_least',
@@ -57,7 +57,7 @@ def add_encode_arguments(p:argparse.ArgumentParser):
     p.add_argument("--out", required=True, help="output .npy file (float32, one row per input line)")
     p.add_argument("--batch-size", type=at_least(1), default=64)
     p.add_argument("--max-length", type=at_least(1), default=None, help="truncate longer texts to this many tokens")
-    p.add_argument("--pooling", default=None, help="override the model's pooling (mean, cls, cls_before_pooler, mask)")
+    p.add_argument("--pooling", default=None, help=f"override the model's pooling ({', '.join(POOLINGS)})")
     p.add_argument("--normalize", action=argparse.BooleanOptionalAction, default=None,
                    help="L2-normalise the embeddings (--no-normalize: raw vectors); default: the model's own setting")
 
@@ -155,9 +155,10 @@ def add_eval_arguments(p:argparse.ArgumentParser, # the parser (or subparser) to
                    "(64 tokens), sncse (' .' appended, no truncation); see sentcl.eval.PROTOCOLS")
     p.add_argument("--max-length", type=at_least(1), default=None,
                    help="token limit for STS and transfer, over the protocol's (clustering uses 64, as PairSupCon)")
-    p.add_argument("--pooling", default=None, choices=("mean", "cls", "cls_before_pooler", "mask"),
+    p.add_argument("--pooling", default=None, choices=POOLINGS,
                    help="pooling to score the model with (default: the folder's own); released SimCSE: "
-                   "cls_before_pooler (unsup) or cls (sup); released SNCSE: mask with --template")
+                   "cls_before_pooler (unsup) or cls (sup); released SNCSE: mask with --template; Liao: "
+                   "mean_no_cls_padded (released) or mean_no_cls (paper)")
     p.add_argument("--template", default=None,
                    help="prompt with {sentence} and one [MASK] for --pooling mask, e.g. SNCSE's "
                    "'This sentence : \"{sentence}\" means [MASK] .'")

@@ -26,11 +26,12 @@ from tqdm.auto import tqdm
 from .core import SentclError, default, exists, package_versions, write_json
 
 # %% auto #0
-__all__ = ['POOLINGS', 'DEFAULT_NAME', 'TINY_NAME', 'pool', 'tokenize_with_template', 'EncoderSettings', 'default_model_path',
-           'tiny_model', 'read_st_folder', 'SentenceEncoder']
+__all__ = ['POOLINGS', 'BATCH_DEPENDENT_POOLINGS', 'DEFAULT_NAME', 'TINY_NAME', 'pool', 'tokenize_with_template',
+           'EncoderSettings', 'default_model_path', 'tiny_model', 'read_st_folder', 'SentenceEncoder']
 
 # %% ../nbs/01_encoders.ipynb #5e8d0e4a
-POOLINGS = ("mean", "cls", "cls_before_pooler", "mask")
+POOLINGS = ("mean", "cls", "cls_before_pooler", "mask", "mean_no_cls", "mean_no_cls_padded")
+BATCH_DEPENDENT_POOLINGS = ("mean_no_cls_padded",) # a sentence's vector depends on how long its batch is padded
 
 def pool(
     mode:str, # one of `POOLINGS`
@@ -44,6 +45,12 @@ def pool(
     if mode == "mean":
         m = attention_mask.unsqueeze(-1).to(hidden.dtype)                    # (b, n, 1)
         return (hidden * m).sum(1) / m.sum(1).clamp(min=1e-9)                 # (b, d)
+    if mode == "mean_no_cls":                                                 # Liao's paper: real tokens after [CLS]
+        m = attention_mask[:, 1:].unsqueeze(-1).to(hidden.dtype)             # (b, n-1, 1)
+        return (hidden[:, 1:] * m).sum(1) / m.sum(1).clamp(min=1e-9)          # (b, d)
+    if mode == "mean_no_cls_padded":                                          # Liao's code: positions 1..T-1 over T-1
+        m = attention_mask.unsqueeze(-1).to(hidden.dtype)                    # (b, n, 1)
+        return (hidden * m)[:, 1:].mean(1)                                    # (b, d)
     if mode == "cls_before_pooler": return hidden[:, 0]
     if mode == "cls":
         if pooler_output is None:
@@ -401,6 +408,9 @@ def _write_st_modules(self:SentenceEncoder, d:Path, settings:EncoderSettings):
         modules[0]["type"] = "sentcl.st_modules.PromptTransformer"
         modules.append(_module(1, "1_MaskPooling", "sentcl.st_modules.MaskPooling"))
         write_json(d/"1_MaskPooling"/"config.json", {"mask_token_id": self.tokenizer.mask_token_id})
+    elif pooling in ("mean_no_cls", "mean_no_cls_padded"):
+        modules.append(_module(1, "1_SentclPooling", "sentcl.st_modules.SentclPooling"))
+        write_json(d/"1_SentclPooling"/"config.json", {"pooling": pooling})
     else:
         modes = {f"pooling_mode_{m}": False for m in ("max_tokens", "mean_sqrt_len_tokens", "weightedmean_tokens", "lasttoken")}
         write_json(d/"1_Pooling"/"config.json", {"word_embedding_dimension": self.dim, **modes, "include_prompt": True,

@@ -29,6 +29,7 @@ __all__ = ['POSITIVE', 'AT_LEAST_ONE', 'NON_NEGATIVE', 'PROBABILITY', 'FIELD_RAN
 class MethodConfig:
     "Training settings every method has; subclasses set their paper's values as defaults."
     model:str = "bert-base-uncased" # the paper's encoder checkpoint
+    corpus:str = "" # the paper's training data as a `--train-data` spec (`sentcl.data.load_corpus`); "": view's default
     optimizer:str = "adamw" # "adam" or "adamw"
     lr:float = 2e-5 # encoder learning rate
     head_lr:float = 2e-5 # learning rate of the heads
@@ -133,6 +134,12 @@ def replace(self:MethodConfig, **overrides) -> MethodConfig:
 def __str__(self:MethodConfig):
     rows = "\n".join(f"  {f.name} = {getattr(self, f.name)!r}" for f in dataclasses.fields(self))
     return f"{type(self).__name__}(\n{rows}\n)"
+
+# %% ../nbs/07a_method_base.ipynb #6dd3b68d
+@patch(cls_method=True)
+def model_defaults(cls:MethodConfig, model:str) -> dict:
+    "Fields whose released value depends on the encoder `model` (a name or path); none unless a method says so."
+    return {}
 
 # %% ../nbs/07a_method_base.ipynb #c27f5903
 def _content_bytes(part) -> bytes:

@@ -26,7 +26,7 @@ from .checkpoints import CHECKPOINT, config_differences, load_checkpoint, save_c
 from .cards import write_model_card
 from .checkpoints import PREVIOUS, rng_state, set_rng_state
 from .core import SentclError, atomic_write, default, git_commit, hardware, package_versions, write_json
-from .data import SAMPLES_DIR, load_corpus
+from .data import DEFAULT_CORPUS, SAMPLES_DIR, load_corpus
 from .gradients import autocast_context, average_gradients, broadcast_parameters, compute_gradients
 from .gradients import rank_slice, setup_distributed, world
 from .method_base import Method, MethodConfig, check_field
@@ -35,9 +35,9 @@ from .schedules import build_optimizer, build_scheduler, total_steps
 from .views import VIEWS, View, build_view
 
 # %% auto #0
-__all__ = ['RESUME_MAY_CHANGE', 'PRESETS', 'RunOptions', 'run_record', 'flat_record', 'Preset', 'cpu_smoke_overrides',
-           'cpu_overrides', 'resolve', 'Trainer', 'export_model', 'check_run_folder', 'load_training_data', 'sts_dev',
-           'training_view', 'train']
+__all__ = ['RESUME_MAY_CHANGE', 'CPU_CORPORA', 'PRESETS', 'RunOptions', 'run_record', 'flat_record', 'Preset',
+           'cpu_smoke_overrides', 'cpu_overrides', 'resolve', 'Trainer', 'export_model', 'check_run_folder',
+           'load_training_data', 'sts_dev', 'training_view', 'train']
 
 # %% ../nbs/08_train.ipynb #49e5aa4e
 @dataclass
@@ -45,7 +45,7 @@ class RunOptions:
     "How one training run executes; every training hyper-parameter is in the method's config instead."
     out:str|None = None # run folder; None = runs/<method>
     preset:str = "paper" # a key of PRESETS: defaults for the method config and these options
-    train_data:str|None = None # corpus name (in data_dir), file or hub id; None = the view's DEFAULT_CORPUS
+    train_data:str|None = None # a `sentcl.data.load_corpus` spec; None = the method config's `corpus`
     data_dir:str|None = None # a folder in sentcl's data layout (training and dev data); None = the hub
     max_steps:int|None = None # run this many steps, overriding the config's epochs (the schedule's horizon)
     stop_after:int|None = None # pause after this many steps of this invocation (checkpoint written)
@@ -76,16 +76,19 @@ class Preset:
 def cpu_smoke_overrides(method:str) -> dict:
     "Method-config overrides of the `cpu-smoke` preset."
     o = {"model": "default", "batch_size": 32, "max_length": 32, "eval_every": None, "select_on_dev": False, "epochs": 1}
+    o["corpus"] = DEFAULT_CORPUS[VIEWS[get_method(method).view].corpus]  # the samples' corpus of the view's kind
     if method == "declutr":
         o.update(batch_size=2, max_length=64,
                  view_kwargs={"num_anchors": 2, "num_positives": 2, "min_span": 8, "max_span": 32})
     if method == "sbert": o.update(batch_size=16)
     return o
 
+CPU_CORPORA = {"nli": "snli:dev+test", "sentences": "wiki1m", "documents": "documents"}  # what a data folder has offline
+
 def cpu_overrides(method:str) -> dict:
     "Method-config overrides of the `cpu` preset: the offline `default` model, batches that two CPU cores train."
     o = {"model": "default", "batch_size": 64, "max_length": 32, "eval_every": None, "select_on_dev": False,
-         "epochs": 1}
+         "epochs": 1, "corpus": CPU_CORPORA[VIEWS[get_method(method).view].corpus]}
     if method == "declutr":
         o.update(batch_size=4, max_length=128,
                  view_kwargs={"num_anchors": 2, "num_positives": 2, "min_span": 16, "max_span": 128})
@@ -373,9 +376,9 @@ def fit(self:Trainer) -> dict:
     return self.finish()
 
 # %% ../nbs/08_train.ipynb #ef0bae87
-def load_training_data(view:str, options:RunOptions):
-    "The corpus view `view` reads: `options.train_data`, or the default corpus of the view's kind."
-    return load_corpus(options.train_data, VIEWS[view].corpus, options.data_dir)
+def load_training_data(view:str, options:RunOptions, corpus:str|None=None):
+    "The corpus view `view` reads: `options.train_data`, else `corpus` (the config's), else the view kind's default."
+    return load_corpus(options.train_data or corpus, VIEWS[view].corpus, options.data_dir)
 
 def sts_dev(data_dir=None,
             protocol:str="senteval", # the method's evaluation protocol (`MethodConfig.eval_protocol`)
@@ -408,7 +411,7 @@ def _check_view_kwargs(view:str, kwargs:dict):
 
 def training_view(method:Method, options:RunOptions, data=None) -> View:
     "The method's view over `data` (None: its training corpus per `options`), with the config's view arguments."
-    data = load_training_data(method.view, options) if data is None else data
+    data = load_training_data(method.view, options, method.config.corpus) if data is None else data
     kwargs = method.config.view_kwargs
     _check_view_kwargs(method.view, kwargs)
     try: return build_view(method.view, data, tokenizer=method.encoder.tokenizer, **kwargs)
@@ -429,6 +432,6 @@ def train(method:str, # a key of `sentcl.methods.METHODS`
     check_run_folder(options.out, options.resume)
     device = setup_distributed()
     seed_everything(config.seed)
-    data = load_training_data(get_method(method).view, options)
+    data = load_training_data(get_method(method).view, options, config.corpus)
     model = build_method(method, config.model, config).to(device)
     return Trainer(model, training_view(model, options, data), options, dev_eval=dev_eval).fit()
