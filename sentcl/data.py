@@ -30,7 +30,8 @@ __all__ = ['log', 'LABELS', 'SAMPLES_DIR', 'STS_TASKS', 'CLUSTERING_SETS', 'TRAN
            'senteval_sick', 'normalize_label', 'load_nli', 'nli_triplets', 'is_triplets', 'triplet_pairs',
            'load_nli_triplets', 'load_sts', 'load_clustering', 'load_transfer', 'load_probing', 'read_lines',
            'load_sentences', 'split_wikitext_articles', 'TextList', 'sanitize_document', 'declutr_documents',
-           'hub_texts', 'load_openwebtext', 'read_document', 'load_documents', 'corpus_terms', 'load_corpus']
+           'hub_texts', 'load_openwebtext', 'read_document', 'load_documents', 'corpus_terms', 'load_corpus',
+           'sample_fraction']
 
 # %% ../nbs/02_data.ipynb #ea4cd49e
 log = logging.getLogger(__name__)
@@ -668,3 +669,22 @@ def load_corpus(spec: str|None, # name[:split], names joined by '+', a file/fold
     if spec.endswith((".tsv", ".txt", ".gz", ".csv")) or spec.startswith((".", "~")) or os.sep + os.sep in spec:
         raise SentclError(f"training data file {spec} does not exist; check the path")
     return _join([_named_corpus(t, kind, data_dir) for t in corpus_terms(spec)], kind)
+
+# %% ../nbs/02_data.ipynb #69a39dd1
+def sample_fraction(data, # a corpus as `load_corpus` returns it: a DataFrame, or a list of sentences or documents
+                    fraction:float, # share to keep, in (0, 1]
+                    seed:int=0, # seed of the draw
+                   ):
+    "A seeded `fraction` of a corpus in its original order (NLI pairs: whole premise groups); 1.0: `data` itself."
+    if not 0 < fraction <= 1: raise SentclError(f"train_fraction {fraction!r}: give a share in (0, 1]")
+    if fraction == 1: return data
+    rng = np.random.default_rng(seed)
+    if isinstance(data, pd.DataFrame) and "premise" in data:
+        premises = pd.unique(data["premise"])
+        keep = set(rng.choice(premises, size=max(1, math.ceil(fraction * len(premises))), replace=False))
+        out = data[data["premise"].isin(keep)].reset_index(drop=True)
+    else:
+        idx = np.sort(rng.choice(len(data), size=max(1, math.ceil(fraction * len(data))), replace=False))
+        out = data.iloc[idx].reset_index(drop=True) if isinstance(data, pd.DataFrame) else [data[i] for i in idx]
+    if isinstance(out, pd.DataFrame): out.attrs = {**data.attrs, "fraction": fraction}
+    return out

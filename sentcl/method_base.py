@@ -53,6 +53,7 @@ class MethodConfig:
     grad_clip:float|None = None # max gradient norm (None: no clipping)
     seed:int = 42 # seed of the run (data order, dropout, MLM masks)
     view_kwargs:dict = field(default_factory=dict) # extra arguments for `sentcl.views.build_view`
+    train_fraction:float = 1.0 # share of the training corpus used: a subset seeded by `seed` (DeCLUTR Fig. 3)
 
 # %% ../nbs/07a_method_base.ipynb #d1b15e5b
 @dataclass(frozen=True)
@@ -75,7 +76,8 @@ POSITIVE, AT_LEAST_ONE, NON_NEGATIVE, PROBABILITY = Range(0, low_open=True), Ran
 # by exact field name, then by the end of a field's name
 FIELD_RANGES = {"lr": POSITIVE, "temperature": POSITIVE, "eps": POSITIVE, "ratio": POSITIVE, "grad_clip": POSITIVE,
                 "epochs": POSITIVE, "weight_decay": NON_NEGATIVE, "warmup": NON_NEGATIVE, "cut_frac": Range(0, 1, True),
-                "seed": Range(0, 2**32 - 1), "max_steps": AT_LEAST_ONE, "stop_after": AT_LEAST_ONE}
+                "seed": Range(0, 2**32 - 1), "max_steps": AT_LEAST_ONE, "stop_after": AT_LEAST_ONE,
+                "train_fraction": Range(0, 1, True)}
 NAME_RANGES = (("_lr", POSITIVE), ("temperature", POSITIVE), ("batch_size", AT_LEAST_ONE), ("max_length", AT_LEAST_ONE),
                ("_every", AT_LEAST_ONE), ("_dim", AT_LEAST_ONE), ("_hidden", AT_LEAST_ONE),
                ("probability", PROBABILITY), ("_prob", PROBABILITY), ("dropout", PROBABILITY))

@@ -26,7 +26,7 @@ from .checkpoints import CHECKPOINT, config_differences, load_checkpoint, save_c
 from .cards import write_model_card
 from .checkpoints import PREVIOUS, rng_state, set_rng_state
 from .core import SentclError, atomic_write, default, git_commit, hardware, package_versions, write_json
-from .data import DEFAULT_CORPUS, SAMPLES_DIR, load_corpus
+from .data import DEFAULT_CORPUS, SAMPLES_DIR, load_corpus, sample_fraction
 from .gradients import autocast_context, average_gradients, broadcast_parameters, compute_gradients
 from .gradients import rank_slice, setup_distributed, world
 from .method_base import Method, MethodConfig, check_field
@@ -412,6 +412,7 @@ def _check_view_kwargs(view:str, kwargs:dict):
 def training_view(method:Method, options:RunOptions, data=None) -> View:
     "The method's view over `data` (None: its training corpus per `options`), with the config's view arguments."
     data = load_training_data(method.view, options, method.config.corpus) if data is None else data
+    data = sample_fraction(data, method.config.train_fraction, method.config.seed)
     kwargs = method.config.view_kwargs
     _check_view_kwargs(method.view, kwargs)
     try: return build_view(method.view, data, tokenizer=method.encoder.tokenizer, **kwargs)
