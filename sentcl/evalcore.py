@@ -13,8 +13,8 @@ import numpy as np
 from .core import SentclError, atomic_write, cache_dir, default, exists, text_hash
 
 # %% auto #0
-__all__ = ['dedupe', 'check_finite', 'embedding_cache_path', 'embed_unique', 'as_encoder', 'load_task_data', 'cosine_rows',
-           'remap_labels']
+__all__ = ['dedupe', 'check_finite', 'embedding_cache_path', 'encoder_precision', 'embed_unique', 'as_encoder', 'load_task_data',
+           'cosine_rows', 'remap_labels']
 
 # %% ../nbs/09a_evalcore.ipynb #2e04ac02
 def dedupe(sentences, # iterable of str, repeats allowed
@@ -53,7 +53,9 @@ def _read_cache(path:Path|None, n_rows:int) -> np.ndarray|None:
     return emb if emb.shape[0] == n_rows else None
 
 # %% ../nbs/09a_evalcore.ipynb #ca7c3e01
-def _concrete_precision(encoder, precision:str) -> str:
+def encoder_precision(encoder, # anything with `encode`; its `device` decides what 'auto' means (CPU without one)
+                      precision:str, # one of `sentcl.precision.PRECISIONS`
+                     ) -> str:
     "`precision` resolved on the encoder's device ('auto' becomes bf16 or fp32); fp32 without importing torch."
     if precision == "fp32": return precision
     from sentcl.precision import resolve_precision
@@ -71,7 +73,7 @@ def embed_unique(encoder, # a `SentenceEncoder`, or anything with `settings`, `e
     "Raw (unnormalised) embeddings of the distinct `sentences` (n_unique, dim) and each input's row in them (n,)."
     uniq, rows = dedupe(sentences)
     settings = encoder.settings.replace(normalize=False, max_length=default(max_length, encoder.settings.max_length))
-    precision = _concrete_precision(encoder, precision)
+    precision = encoder_precision(encoder, precision)
     seen = memo.setdefault((encoder.fingerprint(settings), precision), {}) if memo is not None else {}
     path = embedding_cache_path(encoder, uniq, settings, precision) if cache else None
     emb = _read_cache(path, len(uniq))
