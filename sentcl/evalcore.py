@@ -75,8 +75,10 @@ def embed_unique(encoder, # a `SentenceEncoder`, or anything with `settings`, `e
     settings = encoder.settings.replace(normalize=False, max_length=default(max_length, encoder.settings.max_length))
     precision = encoder_precision(encoder, precision)
     seen = memo.setdefault((encoder.fingerprint(settings), precision), {}) if memo is not None else {}
-    path = embedding_cache_path(encoder, uniq, settings, precision) if cache else None
+    by_text = sorted(range(len(uniq)), key=uniq.__getitem__)  # a cache entry holds the sentences sorted: any order hits it
+    path = embedding_cache_path(encoder, [uniq[i] for i in by_text], settings, precision) if cache else None
     emb = _read_cache(path, len(uniq))
+    if emb is not None: emb[by_text] = emb.copy()                   # back to first-seen order
     if emb is None:
         todo = [s for s in uniq if s not in seen]
         if todo or not uniq:
@@ -85,7 +87,7 @@ def embed_unique(encoder, # a `SentenceEncoder`, or anything with `settings`, `e
             seen.update(zip(todo, check_finite(new, task)))
         emb = np.stack([seen[s] for s in uniq]) if uniq else new
         if cache:
-            with atomic_write(path, "wb") as f: np.save(f, emb)
+            with atomic_write(path, "wb") as f: np.save(f, emb[by_text])
     else: seen.update(zip(uniq, check_finite(emb, task)))
     return emb, rows
 
