@@ -32,7 +32,7 @@ def add_encode_arguments(p:argparse.ArgumentParser):
     p.add_argument("--normalize", action=argparse.BooleanOptionalAction, default=None,
                    help="L2-normalise the embeddings (--no-normalize: raw vectors); default: the model's own setting")
     p.add_argument("--precision", default="fp32", choices=PRECISIONS,
-                   help="autocast of the forward passes: fp32 (exact), bf16, fp16 (CUDA) or auto (bf16 where it is fast)")
+                   help="autocast of the forward passes: fp32 (exact), bf16, fp16 (CUDA) or auto (bf16 where fast)")
 
 def run_encode(args) -> int:
     "Embed every line of `args.inp` and save the array to `args.out`."
@@ -137,10 +137,10 @@ def add_eval_arguments(p:argparse.ArgumentParser, # the parser (or subparser) to
     p.add_argument("--pair-features", choices=("senteval", "full"), default="senteval",
                    help="MRPC pair features: [|u-v|; u*v] (SentEval) or [u; v; |u-v|; u*v]")
     p.add_argument("--classifier", choices=("senteval", "sklearn"), default="senteval",
-                   help="transfer and few-shot classifier: SentEval's PyTorch logistic regression (Adam, early stopping; "
-                   "the published numbers') or scikit-learn's, solved to convergence")
+                   help="transfer and few-shot classifier: SentEval's PyTorch logistic regression (Adam, early "
+                   "stopping; the published numbers') or scikit-learn's, solved to convergence")
     p.add_argument("--precision", default="fp32", choices=PRECISIONS,
-                   help="autocast while encoding: fp32 (exact, the default), bf16, fp16 (CUDA) or auto (bf16 where fast)")
+                   help="autocast while encoding: fp32 (exact, the default), bf16, fp16 (CUDA) or auto (bf16 if fast)")
     return p
 
 # %% ../nbs/11_cli.ipynb #eee77ebe

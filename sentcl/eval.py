@@ -229,7 +229,8 @@ def _kmeans_cache_path(X:np.ndarray, y:np.ndarray, seeds:list, n_init:int) -> Pa
     import sklearn
     from sklearn.utils._openmp_helpers import _openmp_effective_n_threads
     h = hashlib.sha256(X.tobytes()); h.update(y.tobytes())
-    h.update(json.dumps([str(X.dtype), X.shape, seeds, n_init, sklearn.__version__, _openmp_effective_n_threads()]).encode())
+    key = [str(X.dtype), X.shape, seeds, n_init, sklearn.__version__, _openmp_effective_n_threads()]
+    h.update(json.dumps(key).encode())
     return cache_dir("clustering") / f"{h.hexdigest()[:24]}.json"
 
 # %% ../nbs/09_eval.ipynb #43d02793

@@ -67,7 +67,7 @@ def embed_unique(encoder, # a `SentenceEncoder`, or anything with `settings`, `e
                  batch_size:int=64, # encoding batch size
                  max_length:int|None=None, # token limit (default: the encoder's)
                  cache:bool=True, # read and write the disk cache
-                 precision:str="fp32", # 'fp32', 'bf16', 'fp16' or 'auto' (see `sentcl.precision`); part of the cache key
+                 precision:str="fp32", # 'fp32', 'bf16', 'fp16' or 'auto' (`sentcl.precision`); part of the cache key
                  memo:dict|None=None, # vectors already computed in this run (read and filled), see above
                 ) -> tuple[np.ndarray, np.ndarray]:
     "Raw (unnormalised) embeddings of the distinct `sentences` (n_unique, dim) and each input's row in them (n,)."
@@ -75,7 +75,7 @@ def embed_unique(encoder, # a `SentenceEncoder`, or anything with `settings`, `e
     settings = encoder.settings.replace(normalize=False, max_length=default(max_length, encoder.settings.max_length))
     precision = encoder_precision(encoder, precision)
     seen = memo.setdefault((encoder.fingerprint(settings), precision), {}) if memo is not None else {}
-    by_text = sorted(range(len(uniq)), key=uniq.__getitem__)  # a cache entry holds the sentences sorted: any order hits it
+    by_text = sorted(range(len(uniq)), key=uniq.__getitem__)  # entries hold the sentences sorted: any order hits
     path = embedding_cache_path(encoder, [uniq[i] for i in by_text], settings, precision) if cache else None
     emb = _read_cache(path, len(uniq))
     if emb is not None: emb[by_text] = emb.copy()                   # back to first-seen order

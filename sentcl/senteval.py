@@ -71,8 +71,9 @@ def _fit_rows(family:Family, rs:np.random.RandomState, config:SentEvalConfig) ->
     "A family's training rows in SentEval's order and its early-stopping rows (the 5% split drawn from `rs`)."
     train = np.asarray(family.train)
     if family.val is not None: return train, np.asarray(family.val)
-    if len(train) < 2: raise SentclError(f"SentEval's classifier holds out rows to stop early and trains on the rest; "
-                                         f"{len(train)} training row(s) leave nothing for one of the two; give more examples")
+    if len(train) < 2:
+        raise SentclError(f"SentEval's classifier holds out rows to stop early and trains on the rest; {len(train)} "
+                          "training row(s) leave nothing for one of the two; give more examples")
     perm = rs.permutation(len(train))
     n_dev = _held_out(len(train), config)
     return train[perm[n_dev:]], train[perm[:n_dev]]
@@ -89,7 +90,8 @@ class _Lockstep:
         P0 = senteval_init(X1.shape[1] - 1, n_classes, config.seed)  # (C, D+1)
         self.P = np.tile(P0, (len(families), self.R, 1))             # (F, R·C, D+1)
         self.m, self.v = np.zeros_like(self.P), np.zeros_like(self.P)
-        self.wd = np.repeat(np.array([f.l2 for f in families], dtype=np.float32), n_classes, 1)[..., None]  # (F, R·C, 1)
+        wd = np.array([f.l2 for f in families], dtype=np.float32)     # (F, R)
+        self.wd = np.repeat(wd, n_classes, 1)[..., None]              # (F, R·C, 1)
         self.best, self.bad = np.full((len(families), self.R), -1.0), np.zeros((len(families), self.R), dtype=int)
         self.live, self.bestP, self.t, self.done = np.ones_like(self.best, dtype=bool), self.P.copy(), 0, {}
 
@@ -111,7 +113,7 @@ def _one_pass(self:_Lockstep):
 # %% ../nbs/09b_senteval.ipynb #ab96b645
 @patch
 def _step(self:_Lockstep, rows:np.ndarray, w:np.ndarray, target:np.ndarray):
-    "One Adam step of every fit on its batch: `rows` (F, bs), row weights `w` (F, bs), weighted one-hot `target` (F, C, bs)."
+    "One Adam step of every fit: batch `rows` (F, bs), row weights `w` (F, bs), weighted one-hot `target` (F, C, bs)."
     (F, bs), R, C = rows.shape, self.R, self.C
     (b1, b2), cfg = self.cfg.betas, self.cfg
     Xb = self.X1.take(rows.reshape(-1), axis=0).reshape(F, bs, -1)              # (F, bs, D+1)
@@ -146,7 +148,8 @@ def _retire(self:_Lockstep, keep:np.ndarray):
     "Store the results of the families not in `keep` and drop them from the arrays."
     for f in np.flatnonzero(~keep):
         self.done[self.ids[f]] = (self.best[f], self.bestP[f].reshape(self.R, self.C, -1))
-    for name in ("ids", "P", "m", "v", "wd", "best", "bad", "live", "bestP"): setattr(self, name, getattr(self, name)[keep])
+    for name in ("ids", "P", "m", "v", "wd", "best", "bad", "live", "bestP"):
+        setattr(self, name, getattr(self, name)[keep])
     for name in ("rs", "train", "val"): setattr(self, name, [x for x, k in zip(getattr(self, name), keep) if k])
 
 @patch
@@ -179,7 +182,7 @@ def fit_senteval(X:np.ndarray, y:np.ndarray, # features (n, dim) and labels 0..K
     groups = {}
     for i, f in enumerate(families): groups.setdefault((_steps_per_pass(f, config), len(f.l2)), []).append(i)
     jobs = [list(part) for g in groups.values() for part in np.array_split(g, min(n, len(g)))]
-    run = lambda job: {job[i]: r for i, r in _Lockstep(X1, y, [families[j] for j in job], n_classes, config).run().items()}
+    def run(job): return {job[i]: r for i, r in _Lockstep(X1, y, [families[j] for j in job], n_classes, config).run().items()}
     with threadpool_limits(1, user_api="blas"), ThreadPoolExecutor(n) as pool:  # small products: threads per group
         done = {i: r for part in pool.map(run, jobs) for i, r in part.items()}
     return [done[i] for i in range(len(families))]
@@ -204,7 +207,8 @@ def linear_weights(clf, # a fitted scikit-learn linear classifier
                   ) -> np.ndarray: # (K, dim + 1): weights, then bias; classes it never saw score -inf
     "A scikit-learn classifier as a (K, dim+1) score matrix: the argmax of `[x, 1] @ P.T` is its prediction."
     coef, bias = clf.coef_, clf.intercept_
-    if coef.shape[0] == 1: coef, bias = np.vstack([np.zeros_like(coef), coef]), np.r_[0.0, bias]  # binary: sign of x·w+b
+    if coef.shape[0] == 1:                                              # binary: the sign of x·w + b
+        coef, bias = np.vstack([np.zeros_like(coef), coef]), np.r_[0.0, bias]
     P = np.zeros((n_classes, coef.shape[1] + 1)); P[:, -1] = -np.inf
     P[clf.classes_, :-1], P[clf.classes_, -1] = coef, bias
     return P
@@ -221,15 +225,17 @@ def fit_families(X:np.ndarray, y:np.ndarray, # features (n, dim) and labels 0..K
                  classifier:str="senteval", # one of `CLASSIFIERS`
                  n_classes:int|None=None, # K (None: 1 + the largest label)
                  seed:int=SENTEVAL_SEED, # seed of the classifier
-                ) -> list[tuple[np.ndarray, np.ndarray]]: # per family: accuracy on its val rows (R,), weights (R, K, dim+1)
+                ) -> list[tuple[np.ndarray, np.ndarray]]: # per family: val-row accuracy (R,), weights (R, K, dim+1)
     "Train every fit of every family with `classifier`; the one door every protocol goes through."
     n_classes = int(np.max(y)) + 1 if n_classes is None else n_classes
     if classifier == "senteval": return fit_senteval(X, y, families, n_classes, SentEvalConfig(seed=seed))
-    if classifier != "sklearn": raise SentclError(f"unknown classifier {classifier!r}; choose one of {', '.join(CLASSIFIERS)}")
+    if classifier != "sklearn":
+        raise SentclError(f"unknown classifier {classifier!r}; choose one of {', '.join(CLASSIFIERS)}")
     out = []
     for f in families:
         P = np.stack([linear_weights(fit_logistic(X[f.train], y[f.train], l2, seed), n_classes) for l2 in f.l2])
-        acc = np.array([np.nan if f.val is None else float(np.mean(linear_predict(p, X[f.val]) == y[f.val])) for p in P])
+        acc = np.array([float(np.mean(linear_predict(p, X[f.val]) == y[f.val])) if f.val is not None else np.nan
+                        for p in P])
         out.append((acc, P))
     return out
 
@@ -253,7 +259,8 @@ def select_l2(X:np.ndarray, y:np.ndarray, # training features (n, dim) and label
               n_classes:int|None=None, # K (None: 1 + the largest label)
              ) -> tuple[float, float]:
     "SentEval's k-fold choice of weight decay: the first grid value with the best mean fold accuracy (×100, rounded)."
-    fits = fit_families(X, y, [Family(a, b, tuple(grid)) for a, b in _fold_rows(y, k, seed)], classifier, n_classes, seed)
+    families = [Family(a, b, tuple(grid)) for a, b in _fold_rows(y, k, seed)]
+    fits = fit_families(X, y, families, classifier, n_classes, seed)
     return _best_l2(fits, tuple(grid))
 
 # %% ../nbs/09b_senteval.ipynb #af456be7
@@ -282,9 +289,11 @@ def inner_kfold_accuracy(X, y, # features (n, dim) and labels (n,) of the whole 
     inner = [Family(a[ia], a[ib], L2_GRID) for a, _ in outer for ia, ib in _fold_rows(y[a], k, seed)]
     fits = fit_families(X, y, inner, classifier, n_classes, seed)          # every inner fit of every outer fold at once
     picks = [_best_l2(fits[i * k:(i + 1) * k], L2_GRID) for i in range(len(outer))]
-    final = fit_families(X, y, [Family(a, None, (l2,)) for (a, _), (l2, _) in zip(outer, picks)], classifier, n_classes, seed)
+    refits = [Family(a, None, (l2,)) for (a, _), (l2, _) in zip(outer, picks)]             # 5% split, as SentEval
+    final = fit_families(X, y, refits, classifier, n_classes, seed)
     tests = [round(100 * float(np.mean(linear_predict(P[0], X[b]) == y[b])), 2) for (_, P), (_, b) in zip(final, outer)]
-    return {"acc": round(float(np.mean(tests)), 2), "devacc": round(float(np.mean([d for _, d in picks])), 2), "n": len(y)}
+    devs = [d for _, d in picks]
+    return {"acc": round(float(np.mean(tests)), 2), "devacc": round(float(np.mean(devs)), 2), "n": len(y)}
 
 # %% ../nbs/09b_senteval.ipynb #5ce2212e
 def split_accuracy(X, y, # training features (n, dim) and labels (n,)
@@ -296,7 +305,8 @@ def split_accuracy(X, y, # training features (n, dim) and labels (n,)
     "SentEval's SplitClassifier (SST2): weight decay chosen on dev, trained on train, test accuracy ×100."
     n_classes = int(max(np.max(y), np.max(ydev), np.max(ytest))) + 1
     Xall, yall, n = np.concatenate([X, Xdev]), np.concatenate([y, ydev]), len(y)
-    (acc, P), = fit_families(Xall, yall, [Family(np.arange(n), np.arange(n, len(yall)), L2_GRID)], classifier, n_classes, seed)
+    family = Family(np.arange(n), np.arange(n, len(yall)), L2_GRID)        # dev rows stop the fits and score them
+    (acc, P), = fit_families(Xall, yall, [family], classifier, n_classes, seed)
     scores = [round(100 * float(a), 2) for a in acc]
     best = int(np.argmax(scores))  # SentEval refits with this weight decay: the same seeded fit, so this one
     return {"acc": round(100 * float(np.mean(linear_predict(P[best], Xtest) == ytest)), 2), "devacc": scores[best],
@@ -381,18 +391,20 @@ def transfer_arrays(encoder, # a `SentenceEncoder` (see `embed_unique`)
                     pair_kind:str="senteval", # MRPC pair features, see `senteval_pair_features`
                     precision:str="fp32", memo:dict|None=None, # as in `sentcl.evalcore.embed_unique`
                    ) -> dict:
-    "Features and 0..K-1 labels of a transfer task per split ('all' for MR/CR/SUBJ/MPQA, else train/[dev/]test), in SentEval's order."
+    "Features and 0..K-1 labels per split ('all' for MR/CR/SUBJ/MPQA, else train/[dev/]test), in SentEval's order."
     frames = _transfer_frames(name, data_dir)
     cols = ("sentence1", "sentence2") if name in PAIR_TRANSFER_SETS else ("text",)
     codes, _ = remap_labels([l for df in frames.values() for l in df["label"].tolist()])
     labels = dict(zip(frames, _blocks(codes, [len(df) for df in frames.values()])))
     order = {s: senteval_order([df[c].tolist() for c in cols], labels[s]) for s, df in frames.items()}
     texts = [t for s, df in frames.items() for c in cols for t in df[c].to_numpy()[order[s]].tolist()]
-    emb, rows = embed_unique(encoder, texts, task=name, batch_size=batch_size, cache=cache, precision=precision, memo=memo)
+    emb, rows = embed_unique(encoder, texts, task=name, batch_size=batch_size, cache=cache, precision=precision,
+                             memo=memo)
     blocks = iter(_blocks(emb[rows], [len(df) for df in frames.values() for _ in cols]))
     out = {}
     for split in frames:
-        X = senteval_pair_features(next(blocks), next(blocks), pair_kind) if name in PAIR_TRANSFER_SETS else next(blocks)
+        pairs = name in PAIR_TRANSFER_SETS
+        X = senteval_pair_features(next(blocks), next(blocks), pair_kind) if pairs else next(blocks)
         out[split] = (X, labels[split][order[split]])
     return out
 
@@ -430,6 +442,8 @@ def eval_fewshot(encoder, # a `SentenceEncoder` (see `embed_unique`)
                  precision:str="fp32", memo:dict|None=None, # as in `sentcl.evalcore.embed_unique`
                 ) -> dict:
     "Few-shot accuracy ×100 (mean, std over seeded sample sets) for a transfer task."
-    arrays = transfer_arrays(encoder, name.removesuffix("_fewshot"), data_dir, batch_size, cache, pair_kind, precision, memo)
+    task = name.removesuffix("_fewshot")
+    arrays = transfer_arrays(encoder, task, data_dir, batch_size, cache, pair_kind, precision, memo)
     train, test = (arrays["all"], (None, None)) if "all" in arrays else (arrays["train"], arrays["test"])
-    return {**fewshot_accuracy(*train, *test, shots=shots, seeds=seeds, classifier=classifier), "classifier": classifier}
+    r = fewshot_accuracy(*train, *test, shots=shots, seeds=seeds, classifier=classifier)
+    return {**r, "classifier": classifier}
