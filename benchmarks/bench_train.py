@@ -58,6 +58,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--mini-batch-size", type=int, default=32, help="memory: gradient-caching chunk")
     ap.add_argument("--mem-repeats", type=int, default=2, help="memory: fresh subprocesses per setting")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--precision", choices=("fp32", "bf16"), default="fp32",
+                    help="throughput: both frameworks in this precision (bf16: autocast on CPU in both)")
     ap.add_argument("--skip-throughput", action="store_true")
     ap.add_argument("--skip-memory", action="store_true")
     ap.add_argument("--memory-child", action="store_true", help=argparse.SUPPRESS)  # one measurement; prints JSON
@@ -112,7 +114,7 @@ def sentcl_steps(batches:list[dict], args, out_dir:str) -> tuple[list[float], fl
     overrides = {**pooling, "model": "default", "batch_size": args.batch_size, "lr": args.lr, "seed": args.seed,
                  "max_length": args.max_length, "schedule": "constant", "warmup": 0.0, "weight_decay": 0.0,
                  "grad_clip": None, "eval_every": None, "select_on_dev": False}
-    options = RunOptions(out=out_dir, preset="cpu-smoke", max_steps=len(batches), progress=False)
+    options = RunOptions(out=out_dir, preset="cpu-smoke", max_steps=len(batches), progress=False, precision=args.precision)
     cfg, options = resolve("simcse-sup", overrides, options)
     seed_everything(cfg.seed)
     method = build_method("simcse-sup", cfg.model, cfg)
@@ -152,7 +154,7 @@ def st_steps(batches:list[dict], args, out_dir:str) -> tuple[list[float], float]
         output_dir=out_dir, max_steps=len(batches), per_device_train_batch_size=args.batch_size, learning_rate=args.lr,
         lr_scheduler_type="constant", warmup_steps=0, weight_decay=0.0, max_grad_norm=0.0, optim="adamw_torch",
         adam_epsilon=1e-8, seed=args.seed, batch_sampler=in_order, dataloader_drop_last=True, dataloader_num_workers=0,
-        logging_steps=10**6, save_strategy="no", report_to="none", disable_tqdm=True, use_cpu=True, bf16=False, fp16=False)
+        logging_steps=10**6, save_strategy="no", report_to="none", disable_tqdm=True, use_cpu=True, bf16=args.precision == "bf16", fp16=False)
     stamps = Stamps()
     trainer = SentenceTransformerTrainer(model=model, args=targs, train_dataset=data, loss=loss, callbacks=[stamps])
     trainer.remove_callback(PrinterCallback)  # its end-of-run summary line; our own lines report the steps
@@ -188,7 +190,8 @@ def throughput(args) -> dict:
     transformers.utils.logging.disable_progress_bar(); datasets.disable_progress_bars()  # weight-loading and model-card bars
     batches, n_rows = fixed_batches("simcse-sup", "triplets", args, args.batch_size, args.steps + 1)
     print(f"throughput: simcse-sup, {n_rows} triplets available, batch {args.batch_size} triplets = {3 * args.batch_size} sentences, "
-          f"max_length {args.max_length}, lr {args.lr}, 1 warm-up + {args.steps} timed steps x {args.rounds} rounds", flush=True)
+          f"max_length {args.max_length}, lr {args.lr}, {args.precision}, 1 warm-up + {args.steps} timed steps x {args.rounds} rounds",
+          flush=True)
     if args.pooling == "mean":
         ours, theirs = check_same_loss(batches[0], args)
         print(f"same loss check (batch 1, dropout off, same weights): sentcl {ours:.6f}, sentence-transformers MNRL {theirs:.6f}, "

@@ -16,6 +16,7 @@ import numpy as np
 
 from .core import SentclError, atomic_write, write_json
 from .encoders import POOLINGS, SentenceEncoder
+from .precision import PRECISIONS
 
 # %% auto #0
 __all__ = ['CONFIG_FLAGS', 'DEMO_TASKS', 'EXPERIMENT_PRESET_NAMES', 'EXPERIMENT_PARAMETERS', 'OneLineParser', 'at_least',
@@ -60,6 +61,8 @@ def add_encode_arguments(p:argparse.ArgumentParser):
     p.add_argument("--pooling", default=None, help=f"override the model's pooling ({', '.join(POOLINGS)})")
     p.add_argument("--normalize", action=argparse.BooleanOptionalAction, default=None,
                    help="L2-normalise the embeddings (--no-normalize: raw vectors); default: the model's own setting")
+    p.add_argument("--precision", default="fp32", choices=PRECISIONS,
+                   help="autocast of the forward passes: fp32 (exact), bf16, fp16 (CUDA) or auto (bf16 where fast)")
 
 def run_encode(args) -> int:
     "Embed every line of `args.inp` and save the array to `args.out`."
@@ -73,7 +76,7 @@ def run_encode(args) -> int:
     if not str(args.out).endswith(".npy"): raise SentclError(f"--out {args.out}: the output is a NumPy array; give a path ending in .npy")
     check_output_file(args.out)
     enc = SentenceEncoder(args.model, pooling=args.pooling, max_length=args.max_length)
-    emb = enc.encode(lines, batch_size=args.batch_size, normalize=args.normalize)
+    emb = enc.encode(lines, batch_size=args.batch_size, normalize=args.normalize, precision=args.precision)
     with atomic_write(args.out, "wb") as f: np.save(f, emb)
     print(f"encoded {len(lines)} lines with {enc} -> {args.out} {emb.shape}", file=sys.stderr)
     return 0
@@ -104,7 +107,8 @@ def add_train_arguments(p:argparse.ArgumentParser):
     for flag, typ in (("--max-steps", int), ("--epochs", float), ("--batch-size", int), ("--mini-batch-size", int),
                       ("--lr", float), ("--seed", int), ("--save-every", int), ("--eval-every", int), ("--stop-after", int)):
         p.add_argument(flag, type=typ, default=None)
-    p.add_argument("--precision", default="fp32", choices=("fp32", "bf16", "fp16"))
+    p.add_argument("--precision", default="fp32", choices=PRECISIONS,
+                   help="fp32, bf16, fp16 (CUDA, with loss scaling) or auto (bf16 where the device runs it fast)")
     p.add_argument("--resume", action="store_true", help="continue from the run folder's checkpoint")
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                    help="override a field of the method config")
@@ -167,6 +171,11 @@ def add_eval_arguments(p:argparse.ArgumentParser, # the parser (or subparser) to
                    help="folds for the transfer protocols (SentEval: 10 in its test mode, 5 for prototyping)")
     p.add_argument("--pair-features", choices=("senteval", "full"), default="senteval",
                    help="MRPC pair features: [|u-v|; u*v] (SentEval) or [u; v; |u-v|; u*v]")
+    p.add_argument("--classifier", choices=("senteval", "sklearn"), default="senteval",
+                   help="transfer and few-shot classifier: SentEval's PyTorch logistic regression (Adam, early "
+                   "stopping; the published numbers') or scikit-learn's, solved to convergence")
+    p.add_argument("--precision", default="fp32", choices=PRECISIONS,
+                   help="autocast while encoding: fp32 (exact, the default), bf16, fp16 (CUDA) or auto (bf16 if fast)")
     return p
 
 # %% ../nbs/11_cli.ipynb #eee77ebe
@@ -180,7 +189,7 @@ def run_eval(args:argparse.Namespace, # parsed `sentcl eval` options
         res = evaluate(args.model, args.tasks, data_dir=args.data_dir, batch_size=args.batch_size,
                        max_length=args.max_length, protocol=args.protocol, pooling=args.pooling,
                        template=args.template, cache=not args.no_cache, pair_kind=args.pair_features,
-                       kfold=args.kfold, on_task=save)
+                       kfold=args.kfold, classifier=args.classifier, precision=args.precision, on_task=save)
     except (SentclError, ValueError) as e:  # bad input: data, model, arguments
         print(f"sentcl eval: error: {e}", file=sys.stderr)
         return 2

@@ -24,6 +24,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from .core import SentclError, default, exists, package_versions, write_json
+from .precision import autocast_context
 
 # %% auto #0
 __all__ = ['POOLINGS', 'BATCH_DEPENDENT_POOLINGS', 'DEFAULT_NAME', 'TINY_NAME', 'pool', 'tokenize_with_template',
@@ -357,6 +358,7 @@ def encode(self:SentenceEncoder,
            settings:EncoderSettings=None, # None = the encoder's own
            normalize:bool=None, # True/False switches L2 normalisation on/off for this call; None = the settings'
            show_progress:bool=None, # None = a progress bar for 2,000 sentences or more
+           precision:str=None, # 'fp32' (None), 'bf16', 'fp16' or 'auto': autocast of the forward passes, see `sentcl.precision`
           ) -> np.ndarray: # float32, (n, dim), in input order
     "Embed `sentences` for inference: length-sorted dynamic padding, no graph, input order kept."
     sentences = _check_sentences(sentences)
@@ -370,7 +372,7 @@ def encode(self:SentenceEncoder,
     was_training = self.model.training
     self.model.eval()
     try:
-        with torch.inference_mode():
+        with torch.inference_mode(), autocast_context(default(precision, "fp32"), self.device):  # one context: weights cast once
             bar = tqdm(range(0, len(order), batch_size), disable=not default(show_progress, len(sentences) >= 2000),
                        desc="encode", unit="batch")
             for s in bar:

@@ -6,8 +6,12 @@
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
+import json
+import os
 import string
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,19 +19,19 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 from scipy.stats import spearmanr
 
-from .core import SentclError, default, git_commit, package_versions
+from .core import SentclError, cache_dir, default, git_commit, package_versions, write_json
 from .data import (CLUSTERING_SETS, MORE_TRANSFER_SETS, PROBING_TASKS, STS_TASKS, TRANSFER_SETS, load_clustering,
                          load_sts)
-from .evalcore import as_encoder, cosine_rows, embed_unique, load_task_data, remap_labels
-from .senteval import eval_fewshot, eval_transfer
+from .evalcore import as_encoder, cosine_rows, embed_unique, encoder_precision, load_task_data, remap_labels
+from .senteval import CLASSIFIERS, eval_fewshot, eval_transfer
 
 # %% auto #0
 __all__ = ['STS_SUBSET_TASKS', 'FEWSHOT_TASKS', 'TASK_GROUPS', 'ALL_GROUPS', 'STS_AGGREGATION_BY_PAPER', 'NO_SUBFILES',
            'PROTOCOLS', 'CLUSTERING_MAX_LENGTH', 'RESULTS_SCHEMA', 'TASK_FIELDS', 'task_kind', 'resolve_tasks',
            'spearman100', 'sts_correlations', 'eval_sts', 'Protocol', 'add_final_period', 'model_token_limit',
-           'FinalPeriodEncoder', 'protocol_encoder', 'sts_dev_score', 'cluster_accuracy', 'kmeans_scores',
-           'eval_clustering', 'run_settings', 'results_document', 'averages', 'evaluate_task', 'evaluate',
-           'format_table']
+           'FinalPeriodEncoder', 'protocol_encoder', 'sts_dev_score', 'cluster_accuracy', 'kmeans_plusplus',
+           'kmeans_scores', 'eval_clustering', 'run_settings', 'results_document', 'averages', 'evaluate_task',
+           'evaluate', 'format_table']
 
 # %% ../nbs/09_eval.ipynb #b6942edb
 STS_SUBSET_TASKS = STS_TASKS[:5]  # STS12-16: scored per source sub-file
@@ -101,12 +105,14 @@ def eval_sts(encoder, # a `SentenceEncoder` (see `embed_unique`)
              data_dir=None, # data folder in sentcl's layout (default: $SENTCL_DATA, else the hub)
              batch_size:int=64, # encoding batch size
              cache:bool=True, # read and write the embedding cache
+             precision:str="fp32", # 'fp32', 'bf16', 'fp16' or 'auto' (see `sentcl.precision`)
+             memo:dict|None=None, # vectors already computed in this run, see `sentcl.evalcore.embed_unique`
             ) -> dict:
     "Cosine-Spearman ×100 of one STS task: 'all'/'mean'/'wmean' and sub-files for STS12-16, one 'spearman' otherwise."
     df = load_task_data(task, load_sts, task=task, split=split, data_dir=data_dir)
     n = len(df)
     emb, rows = embed_unique(encoder, list(df["sentence1"]) + list(df["sentence2"]), task=task, batch_size=batch_size,
-                             cache=cache)
+                             cache=cache, precision=precision, memo=memo)
     similarity = cosine_rows(emb[rows[:n]], emb[rows[n:]])  # (n,)
     if task in STS_SUBSET_TASKS and df["source"].nunique() == 1:  # a copy without sub-files (the hub's)
         return {"all": round(spearman100(similarity, df["score"]), 2), "mean": None, "wmean": None, "n": n,
@@ -188,39 +194,82 @@ def cluster_accuracy(y_true, # gold labels (any hashable)
     return float(counts[rows, cols].sum() / len(t))
 
 # %% ../nbs/09_eval.ipynb #fb80e395
+def kmeans_plusplus(X:np.ndarray, # (n, dim) float32 data, as `KMeans.fit` passes it (centred)
+                    n_clusters:int, # K
+                    random_state:np.random.RandomState, # the generator `KMeans` hands its init
+                   ) -> np.ndarray: # (K, dim) starting centres, rows of X
+    "scikit-learn's k-means++ (unit weights, 2 + ln K candidates per centre), each distance computed once in float64."
+    n, trials = len(X), 2 + int(np.log(n_clusters))
+    X64 = X.astype(np.float64); norms = np.einsum("ij,ij->i", X64, X64)     # (n, dim), (n,)
+    ones = np.ones(n, dtype=X.dtype)
+    def sq_dist(rows):                                                      # (len(rows), n) in float32, as sklearn's
+        d = -2 * (X64[rows] @ X64.T); d += norms[rows, None]; d += norms[None, :]
+        return np.maximum(d.astype(np.float32), 0)
+    chosen = [random_state.choice(n, p=ones / ones.sum())]
+    closest = sq_dist(chosen)[0]; potential = closest @ ones
+    for _ in range(1, n_clusters):
+        candidates = np.searchsorted(np.cumsum(ones * closest), random_state.uniform(size=trials) * potential)
+        np.clip(candidates, None, n - 1, out=candidates)
+        d = np.minimum(closest, sq_dist(candidates)); pots = d @ ones.reshape(-1, 1)
+        best = int(np.argmin(pots)); potential, closest = pots[best], d[best]
+        chosen.append(candidates[best])
+    return X[chosen]
+
+# %% ../nbs/09_eval.ipynb #d5edbbaa
+def _kmeans_seed(X:np.ndarray, y:np.ndarray, k:int, seed:int, n_init:int) -> tuple[float, float]:
+    "Accuracy and NMI ×100 of `KMeans(n_clusters=k, n_init=n_init, random_state=seed)` with k-means++ starts."
+    from sklearn.cluster import KMeans
+    from sklearn.metrics import normalized_mutual_info_score
+    init = kmeans_plusplus if X.dtype == np.float32 else "k-means++"  # float64 data: scikit-learn's own, no upcast
+    pred = KMeans(n_clusters=k, n_init=n_init, random_state=seed, init=init).fit_predict(X)
+    return 100 * cluster_accuracy(y, pred), 100 * normalized_mutual_info_score(y, pred)
+
+def _kmeans_cache_path(X:np.ndarray, y:np.ndarray, seeds:list, n_init:int) -> Path:
+    "Where the per-seed scores of KMeans on these embeddings and labels are cached."
+    import sklearn
+    from sklearn.utils._openmp_helpers import _openmp_effective_n_threads
+    h = hashlib.sha256(X.tobytes()); h.update(y.tobytes())
+    key = [str(X.dtype), X.shape, seeds, n_init, sklearn.__version__, _openmp_effective_n_threads()]
+    h.update(json.dumps(key).encode())
+    return cache_dir("clustering") / f"{h.hexdigest()[:24]}.json"
+
+# %% ../nbs/09_eval.ipynb #43d02793
 def kmeans_scores(embeddings:np.ndarray, # (n, dim)
                   labels, # (n,) gold labels, any hashable
                   seeds=range(10), # one KMeans run per seed
                   n_init:int=10, # k-means++ starts per run (scikit-learn 0.23's default)
+                  threads:int|None=None, # seeds clustered at once (None: the CPUs this process may use)
+                  cache:bool=False, # read and write the per-seed scores in sentcl's cache
                  ) -> dict:
     "KMeans with K = number of classes for each seed: accuracy and NMI ×100, mean and std over seeds."
-    from sklearn.cluster import KMeans
-    from sklearn.metrics import normalized_mutual_info_score
-    y, classes = remap_labels(labels)
-    acc, nmi = [], []
-    for seed in seeds:
-        pred = KMeans(n_clusters=len(classes), n_init=n_init, random_state=seed).fit_predict(embeddings)
-        acc.append(100 * cluster_accuracy(y, pred))
-        nmi.append(100 * normalized_mutual_info_score(y, pred))
+    from threadpoolctl import threadpool_limits
+    X, (y, classes), seeds = np.ascontiguousarray(embeddings), remap_labels(labels), [int(s) for s in seeds]
+    path = _kmeans_cache_path(X, y, seeds, n_init) if cache else None
+    if path is not None and path.exists(): acc, nmi = json.loads(path.read_text())
+    else:
+        with threadpool_limits(1, user_api="blas"), ThreadPoolExecutor(threads or len(os.sched_getaffinity(0))) as pool:
+            acc, nmi = map(list, zip(*pool.map(lambda s: _kmeans_seed(X, y, len(classes), s, n_init), seeds)))
+        if path is not None: write_json(path, [acc, nmi])
     std = lambda x: float(np.std(x, ddof=1)) if len(x) > 1 else 0.0
     return {"acc_mean": round(float(np.mean(acc)), 2), "acc_std": round(std(acc), 2),
             "nmi_mean": round(float(np.mean(nmi)), 2), "nmi_std": round(std(nmi), 2), "k": len(classes), "n": len(y),
-            "seeds": list(seeds), "acc": [round(a, 2) for a in acc], "nmi": [round(v, 2) for v in nmi]}
+            "seeds": seeds, "acc": [round(a, 2) for a in acc], "nmi": [round(v, 2) for v in nmi]}
 
 # %% ../nbs/09_eval.ipynb #39b2dcc2
 CLUSTERING_MAX_LENGTH = 64  # PairSupCon DownstreamEval: max_length 64, mean pooling, no normalisation
 
 def eval_clustering(encoder, # a `SentenceEncoder` (see `embed_unique`)
                     name:str, # one of CLUSTERING_SETS, or a `clustering/<name>` folder of the data directory
-                    data_dir=None, batch_size:int=64, cache:bool=True, # as in `eval_sts`
+                    data_dir=None, batch_size:int=64, cache:bool=True, # as in `eval_sts` (cache: KMeans scores too)
                     seeds=range(10), n_init:int=10, # as in `kmeans_scores`
                     max_length:int=CLUSTERING_MAX_LENGTH, # token limit
+                    precision:str="fp32", memo:dict|None=None, # as in `eval_sts`
                    ) -> dict:
     "PairSupCon's clustering protocol on one short-text set: raw pooled embeddings (max length 64), KMeans over seeds."
     df = load_task_data(name, load_clustering, name=name, data_dir=data_dir)
     emb, rows = embed_unique(encoder, list(df["text"]), task=name, batch_size=batch_size, max_length=max_length,
-                             cache=cache)
-    return kmeans_scores(emb[rows], df["label"].tolist(), seeds=seeds, n_init=n_init)
+                             cache=cache, precision=precision, memo=memo)
+    return kmeans_scores(emb[rows], df["label"].tolist(), seeds=seeds, n_init=n_init, cache=cache)
 
 # %% ../nbs/09_eval.ipynb #5410df49
 RESULTS_SCHEMA = {
@@ -230,7 +279,7 @@ RESULTS_SCHEMA = {
     "versions": "installed versions of the packages that decide the numbers (sentcl.core.package_versions)",
     "git": "sentcl's git commit ('-dirty' when modified), null outside a checkout",
     "settings": "protocol, batch_size, max_length, final_period, cache, data_dir, pooling, template, pair_features, "
-                "clustering_max_length, kfold",
+                "clustering_max_length, kfold, classifier, precision",
     "tasks": "one entry per task name; its fields depend on the kind of task, see TASK_FIELDS",
     "avg": "group averages, each only when its whole group ran: sts (STS12-16 'all' + STS-B + SICK-R), sts_mean, "
            "sts_wmean (same with 'mean'/'wmean'), clustering_acc, clustering_nmi, transfer, fewshot",
@@ -242,21 +291,22 @@ TASK_FIELDS = {
     # without sub-files (hub copies): mean and wmean are None and "unavailable" says why
     "stsb, sickr": ("spearman", "n", "split"),
     "clustering": ("acc_mean", "acc_std", "nmi_mean", "nmi_std", "k", "n", "seeds", "acc", "nmi"),
-    "mr, cr, subj, mpqa": ("acc", "devacc", "n", "protocol"),
-    "sst2": ("acc", "devacc", "l2", "n_train", "n_dev", "n_test", "protocol"),
-    "trec, mrpc": ("acc", "devacc", "l2", "n_train", "n_test", "protocol"),  # mrpc adds "f1"
-    "fewshot": ("acc_mean", "acc_std", "acc", "shots", "seeds"),
+    "mr, cr, subj, mpqa": ("acc", "devacc", "n", "protocol", "classifier"),
+    "sst2": ("acc", "devacc", "l2", "n_train", "n_dev", "n_test", "protocol", "classifier"),
+    "trec, mrpc": ("acc", "devacc", "l2", "n_train", "n_test", "protocol", "classifier"),  # mrpc adds "f1"
+    "fewshot": ("acc_mean", "acc_std", "acc", "shots", "seeds", "classifier"),
 }
 
 # %% ../nbs/09_eval.ipynb #3bb1137d
 def run_settings(encoder, batch_size:int, cache:bool, data_dir, pair_kind:str, kfold:int,
-                 protocol:str="senteval") -> dict:
+                 protocol:str="senteval", classifier:str="senteval", precision:str="fp32") -> dict:
     "The `settings` entry of a results document: `evaluate`'s arguments and the encoder's settings."
     s = encoder.settings
     return {"protocol": protocol, "batch_size": batch_size, "max_length": s.max_length,
             "final_period": PROTOCOLS[protocol].final_period, "cache": cache,
             "data_dir": None if data_dir is None else str(data_dir), "pooling": s.pooling, "template": s.template,
-            "pair_features": pair_kind, "clustering_max_length": CLUSTERING_MAX_LENGTH, "kfold": kfold}
+            "pair_features": pair_kind, "clustering_max_length": CLUSTERING_MAX_LENGTH, "kfold": kfold,
+            "classifier": classifier, "precision": precision}
 
 # %% ../nbs/09_eval.ipynb #2f8ed713
 def results_document(encoder, # the encoder evaluated
@@ -296,12 +346,15 @@ def evaluate_task(encoder, # a `SentenceEncoder` (see `embed_unique`)
                   data_dir=None, batch_size:int=64, cache:bool=True, # as in `eval_sts`
                   pair_kind:str="senteval", # MRPC pair features of transfer and few-shot tasks
                   kfold:int=10, # folds of the transfer protocols
+                  classifier:str="senteval", # transfer and few-shot classifier, one of `sentcl.senteval.CLASSIFIERS`
+                  precision:str="fp32", memo:dict|None=None, # as in `eval_sts`
                  ) -> dict:
     "The results entry of one task, computed by the protocol of its kind."
     kind = task_kind(name)
-    extra = {"pair_kind": pair_kind} if kind in ("transfer", "fewshot", "probing") else {}
+    extra = {"pair_kind": pair_kind, "classifier": classifier} if kind in ("transfer", "fewshot", "probing") else {}
     if kind in ("transfer", "probing"): extra["k"] = kfold
-    return _EVALUATORS[kind](encoder, name, data_dir=data_dir, batch_size=batch_size, cache=cache, **extra)
+    return _EVALUATORS[kind](encoder, name, data_dir=data_dir, batch_size=batch_size, cache=cache, precision=precision,
+                             memo=memo, **extra)
 
 # %% ../nbs/09_eval.ipynb #060bceb7
 def _log_stderr(msg:str): print(msg, file=sys.stderr, flush=True)
@@ -317,17 +370,23 @@ def evaluate(model, # a model spec ('default', 'tiny', a folder, a hub id) or an
              cache:bool=True, # read and write the embedding cache
              pair_kind:str="senteval", # MRPC pair features, see `senteval_pair_features`
              kfold:int=10, # folds of the transfer protocols
+             classifier:str="senteval", # transfer and few-shot classifier: 'senteval' (SentEval's own) or 'sklearn'
+             precision:str="fp32", # 'fp32' (exact), 'bf16', 'fp16' or 'auto' (see `sentcl.precision`)
              log=None, # called with a progress line before each task (default: print to stderr)
              on_task=None, # called with the results document after each task
             ) -> dict:
     "Evaluate `model` on `tasks`; returns the results document (see `RESULTS_SCHEMA`)."
     names, log = resolve_tasks(tasks), default(log, _log_stderr)
+    if classifier not in CLASSIFIERS:
+        raise SentclError(f"unknown classifier {classifier!r}; choose one of {', '.join(CLASSIFIERS)}")
     encoder = protocol_encoder(as_encoder(model, pooling=pooling, template=template), protocol, max_length)
-    settings = run_settings(encoder, batch_size, cache, data_dir, pair_kind, kfold, protocol)
-    doc = results_document(encoder, model, settings)
+    precision = encoder_precision(encoder, precision)  # 'auto' decided once, recorded as what it became
+    settings = run_settings(encoder, batch_size, cache, data_dir, pair_kind, kfold, protocol, classifier, precision)
+    doc, memo = results_document(encoder, model, settings), {}  # memo: each distinct sentence encoded once per run
     for name in names:
         log(f"sentcl eval: {name} ({task_kind(name)})")
-        doc["tasks"][name] = evaluate_task(encoder, name, data_dir, batch_size, cache, pair_kind, kfold)
+        doc["tasks"][name] = evaluate_task(encoder, name, data_dir, batch_size, cache, pair_kind, kfold, classifier,
+                                           precision, memo)
         doc["avg"], doc["complete"] = averages(doc["tasks"]), len(doc["tasks"]) == len(names)
         if on_task: on_task(doc)
     return doc
@@ -360,9 +419,10 @@ def _clustering_lines(tasks:dict, names:list) -> list[str]:
 
 # %% ../nbs/09_eval.ipynb #d87fe64c
 def _transfer_lines(tasks:dict, names:list) -> list[str]:
-    "The transfer block: test and dev accuracy, the protocol, MRPC's F1."
+    "The transfer block: test and dev accuracy, the protocol and classifier, MRPC's F1."
     return ["", f"{'transfer (acc x100)':<22}{'acc':>8}{'dev':>8}  protocol"] + [
         f"{t:<22}{_num(tasks[t]['acc']):>8}{_num(tasks[t]['devacc']):>8}  {tasks[t]['protocol']}"
+        + (f" ({tasks[t]['classifier']})" if "classifier" in tasks[t] else "")
         + (f", F1 {_num(tasks[t]['f1'])}" if "f1" in tasks[t] else "") for t in names]
 
 # %% ../nbs/09_eval.ipynb #4e921171

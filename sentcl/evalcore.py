@@ -13,8 +13,8 @@ import numpy as np
 from .core import SentclError, atomic_write, cache_dir, default, exists, text_hash
 
 # %% auto #0
-__all__ = ['dedupe', 'check_finite', 'embedding_cache_path', 'embed_unique', 'as_encoder', 'load_task_data', 'cosine_rows',
-           'remap_labels']
+__all__ = ['dedupe', 'check_finite', 'embedding_cache_path', 'encoder_precision', 'embed_unique', 'as_encoder', 'load_task_data',
+           'cosine_rows', 'remap_labels']
 
 # %% ../nbs/09a_evalcore.ipynb #2e04ac02
 def dedupe(sentences, # iterable of str, repeats allowed
@@ -39,10 +39,11 @@ def check_finite(embeddings:np.ndarray, # (n, dim)
 def embedding_cache_path(encoder, # has `fingerprint(settings)`
                          sentences, # the distinct sentences
                          settings, # the `EncoderSettings` they are encoded with
+                         precision:str="fp32", # the concrete precision they are encoded in
                         ) -> Path:
-    "Where the embeddings of `sentences` by `encoder` under `settings` are cached."
+    "Where the embeddings of `sentences` by `encoder` under `settings` in `precision` are cached."
     fp = encoder.fingerprint(settings)
-    return cache_dir("embeddings", fp[:16]) / f"{text_hash(sentences, extra=fp)}.npy"
+    return cache_dir("embeddings", fp[:16]) / f"{text_hash(sentences, extra=f'{fp}|{precision}')}.npy"
 
 def _read_cache(path:Path|None, n_rows:int) -> np.ndarray|None:
     "The float array cached at `path` if it is readable and has `n_rows` rows, else None; never unpickles."
@@ -53,23 +54,42 @@ def _read_cache(path:Path|None, n_rows:int) -> np.ndarray|None:
     return emb if ok else None
 
 # %% ../nbs/09a_evalcore.ipynb #ca7c3e01
+def encoder_precision(encoder, # anything with `encode`; its `device` decides what 'auto' means (CPU without one)
+                      precision:str, # one of `sentcl.precision.PRECISIONS`
+                     ) -> str:
+    "`precision` resolved on the encoder's device ('auto' becomes bf16 or fp32); fp32 without importing torch."
+    if precision == "fp32": return precision
+    from sentcl.precision import resolve_precision
+    return resolve_precision(precision, getattr(encoder, "device", "cpu"))
+
 def embed_unique(encoder, # a `SentenceEncoder`, or anything with `settings`, `encode` and `fingerprint`
                  sentences, # list of str, repeats allowed
                  task:str="", # task name for error messages
                  batch_size:int=64, # encoding batch size
                  max_length:int|None=None, # token limit (default: the encoder's)
                  cache:bool=True, # read and write the disk cache
+                 precision:str="fp32", # 'fp32', 'bf16', 'fp16' or 'auto' (`sentcl.precision`); part of the cache key
+                 memo:dict|None=None, # vectors already computed in this run (read and filled), see above
                 ) -> tuple[np.ndarray, np.ndarray]:
     "Raw (unnormalised) embeddings of the distinct `sentences` (n_unique, dim) and each input's row in them (n,)."
     uniq, rows = dedupe(sentences)
     settings = encoder.settings.replace(normalize=False, max_length=default(max_length, encoder.settings.max_length))
-    path = embedding_cache_path(encoder, uniq, settings) if cache else None
+    precision = encoder_precision(encoder, precision)
+    seen = memo.setdefault((encoder.fingerprint(settings), precision), {}) if memo is not None else {}
+    by_text = sorted(range(len(uniq)), key=uniq.__getitem__)  # entries hold the sentences sorted: any order hits
+    path = embedding_cache_path(encoder, [uniq[i] for i in by_text], settings, precision) if cache else None
     emb = _read_cache(path, len(uniq))
-    if emb is not None: return check_finite(emb, task), rows
-    emb = np.asarray(encoder.encode(uniq, batch_size=batch_size, settings=settings), dtype=np.float32)  # (n_uniq, dim)
-    check_finite(emb, task)
-    if cache:
-        with atomic_write(path, "wb") as f: np.save(f, emb)
+    if emb is not None: emb[by_text] = emb.copy()                   # back to first-seen order
+    if emb is None:
+        todo = [s for s in uniq if s not in seen]
+        if todo or not uniq:
+            new = np.asarray(encoder.encode(todo, batch_size=batch_size, settings=settings, precision=precision),
+                             dtype=np.float32)                                   # (n_todo, dim)
+            seen.update(zip(todo, check_finite(new, task)))
+        emb = np.stack([seen[s] for s in uniq]) if uniq else new
+        if cache:
+            with atomic_write(path, "wb") as f: np.save(f, emb[by_text])
+    else: seen.update(zip(uniq, check_finite(emb, task)))
     return emb, rows
 
 # %% ../nbs/09a_evalcore.ipynb #f779835e

@@ -12,11 +12,12 @@ import torch.distributed as dist
 
 from .checkpoints import rng_state, set_rng_state
 from .core import SentclError
+from .precision import autocast_context  # the one place precision words become autocast (re-exported here)
 
 # %% auto #0
 __all__ = ['slice_batch', 'world', 'setup_distributed', 'rank_slice', 'gather_embeddings', 'gather_batch_embeddings',
-           'gather_batch', 'average_gradients', 'broadcast_parameters', 'autocast_context', 'plain_gradients',
-           'gathered_gradients', 'cached_gradients', 'compute_gradients']
+           'gather_batch', 'average_gradients', 'broadcast_parameters', 'plain_gradients', 'gathered_gradients',
+           'cached_gradients', 'compute_gradients']
 
 # %% ../nbs/08c_gradients.ipynb #0b44217e
 def _rows(batch:dict) -> int:
@@ -91,15 +92,6 @@ def broadcast_parameters(module:torch.nn.Module):
     "Start every rank from rank 0's weights."
     if world()[1] > 1:
         for t in [*module.parameters(), *module.buffers()]: dist.broadcast(t.data, 0)
-
-# %% ../nbs/08c_gradients.ipynb #a623c8e6
-def autocast_context(precision:str, device:torch.device) -> torch.autocast:
-    "The autocast context of a run's `precision` on `device`."
-    if precision == "fp32": return torch.autocast(device.type, enabled=False)
-    if precision not in ("bf16", "fp16"): raise SentclError(f"unknown precision {precision!r}; choose fp32, bf16 or fp16")
-    if precision == "fp16" and device.type != "cuda":
-        raise SentclError("fp16 autocast needs a CUDA device; use bf16 or fp32 on CPU")
-    return torch.autocast(device.type, dtype=torch.bfloat16 if precision == "bf16" else torch.float16)
 
 # %% ../nbs/08c_gradients.ipynb #804f5067
 def _off() -> torch.autocast: return torch.autocast("cpu", enabled=False)

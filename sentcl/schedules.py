@@ -90,7 +90,7 @@ def build_optimizer(
         wd = base.pop("weight_decay", weight_decay)
         decay, keep = [p for p in params if id(p) not in no_decay], [p for p in params if id(p) in no_decay]
         out += [{**base, "params": ps, "weight_decay": w} for ps, w in ((decay, wd), (keep, 0.0 if wd else wd)) if ps]
-    kw = {} if eps is None else {"eps": eps}
-    if name == "adam": return torch.optim.Adam(out, lr=lr, **kw)
-    if name == "adamw": return torch.optim.AdamW(out, lr=lr, **kw)
-    raise SentclError(f"unknown optimizer {name!r}; choose adam or adamw")
+    if name not in ("adam", "adamw"): raise SentclError(f"unknown optimizer {name!r}; choose adam or adamw")
+    kind, kw = torch.optim.Adam if name == "adam" else torch.optim.AdamW, {} if eps is None else {"eps": eps}
+    try: return kind(out, lr=lr, fused=True, **kw)   # one kernel per tensor (CPU: torch >= 2.4; CUDA)
+    except (RuntimeError, TypeError, ValueError): return kind(out, lr=lr, **kw)  # a device or torch without it

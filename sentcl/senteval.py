@@ -5,30 +5,187 @@
 # %% ../nbs/09b_senteval.ipynb #41955bd4
 from __future__ import annotations
 
+import dataclasses
+import os
 import warnings
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 import numpy as np
+from fastcore.basics import patch
 
+from .core import SentclError
 from .data import PAIR_TRANSFER_SETS, PROBING_TASKS, load_probing, load_transfer
 from .evalcore import embed_unique, load_task_data, remap_labels
 
 # %% auto #0
-__all__ = ['L2_GRID', 'SENTEVAL_SEED', 'FEWSHOT_SHOTS', 'FEWSHOT_SEEDS', 'TRANSFER_SPLITS', 'senteval_pair_features',
-           'fit_logistic', 'select_l2', 'kfold_accuracy', 'inner_kfold_accuracy', 'split_accuracy', 'sample_per_class',
-           'fewshot_accuracy', 'transfer_arrays', 'eval_transfer', 'eval_fewshot']
+__all__ = ['L2_GRID', 'SENTEVAL_SEED', 'CLASSIFIERS', 'FEWSHOT_SHOTS', 'FEWSHOT_SEEDS', 'TRANSFER_SPLITS', 'SentEvalConfig',
+           'senteval_init', 'Family', 'fit_senteval', 'fit_logistic', 'linear_weights', 'linear_predict',
+           'fit_families', 'select_l2', 'kfold_accuracy', 'inner_kfold_accuracy', 'split_accuracy', 'sample_per_class',
+           'fewshot_accuracy', 'senteval_pair_features', 'senteval_order', 'transfer_arrays', 'eval_transfer',
+           'eval_fewshot']
 
-# %% ../nbs/09b_senteval.ipynb #c640825f
+# %% ../nbs/09b_senteval.ipynb #218da2c8
 L2_GRID = (1e-5, 1e-4, 1e-3, 1e-2)  # SentEval's weight-decay grid, 10^-5..10^-2
 SENTEVAL_SEED = 1111  # SentEval's seed: its folds and its classifier
+CLASSIFIERS = ("senteval", "sklearn")  # SentEval's PyTorch logistic regression, scikit-learn's to convergence
 
-def senteval_pair_features(u:np.ndarray, # (n, dim) embeddings of the first sentences
-                           v:np.ndarray, # (n, dim) embeddings of the second sentences
-                           kind:str="senteval", # 'senteval': [|u-v|; u*v]; 'full': [u; v; |u-v|; u*v]
-                          ) -> np.ndarray:
-    "Features of sentence pairs for a transfer classifier: SentEval's [|u-v|; u*v] or the four-part one."
-    if kind == "senteval": return np.concatenate([np.abs(u - v), u * v], axis=1)      # (n, 2*dim)
-    if kind == "full": return np.concatenate([u, v, np.abs(u - v), u * v], axis=1)    # (n, 4*dim)
-    raise ValueError(f"pair features: kind must be 'senteval' or 'full', got {kind!r}")
+@dataclass(frozen=True)
+class SentEvalConfig:
+    "SentEval's logistic regression (`nhid=0`) in its test configuration."
+    batch_size:int = 64 # rows per Adam step
+    epoch_size:int = 4 # passes over the training rows between two early-stopping checks
+    max_epoch:int = 200 # training ends once more passes than this have been made
+    tenacity:int = 5 # the (tenacity+1)-th check without improvement ends training
+    validation_split:float = 0.05 # share of the training rows held out when no early-stopping rows are given
+    lr:float = 1e-3 # Adam's defaults
+    betas:tuple = (0.9, 0.999)
+    eps:float = 1e-8
+    seed:int = SENTEVAL_SEED # numpy and torch seed of every fit
+
+# %% ../nbs/09b_senteval.ipynb #285f1231
+def senteval_init(dim:int, # input features
+                  n_classes:int, # output classes
+                  seed:int=SENTEVAL_SEED, # torch seed set just before the layer is built
+                 ) -> np.ndarray: # (n_classes, dim + 1) float32: the weight, then the bias as the last column
+    "The first weights of every SentEval fit: `nn.Linear(dim, n_classes)` built right after `torch.manual_seed(seed)`."
+    import torch
+    with torch.random.fork_rng(devices=[]):  # seeded without touching the caller's generator
+        torch.manual_seed(seed)
+        layer = torch.nn.Linear(dim, n_classes)
+    return torch.cat([layer.weight, layer.bias[:, None]], 1).detach().numpy().copy()
+
+# %% ../nbs/09b_senteval.ipynb #f4e9b7d0
+@dataclass
+class Family:
+    "Fits that share their training rows, so their batches: one per weight decay."
+    train:np.ndarray # rows of X to train on, in the order SentEval holds them
+    val:np.ndarray|None # rows that stop training early (and score it); None: SentEval's 5% split of `train`
+    l2:tuple # weight decays, one fit each
+
+def _held_out(n:int, config:SentEvalConfig) -> int:
+    "Rows of `n` that SentEval's 5% split holds out: int(0.05 n), but at least one (where SentEval would divide by 0)."
+    return max(1, int(config.validation_split * n))
+
+def _fit_rows(family:Family, rs:np.random.RandomState, config:SentEvalConfig) -> tuple[np.ndarray, np.ndarray]:
+    "A family's training rows in SentEval's order and its early-stopping rows (the 5% split drawn from `rs`)."
+    train = np.asarray(family.train)
+    if family.val is not None: return train, np.asarray(family.val)
+    if len(train) < 2:
+        raise SentclError(f"SentEval's classifier holds out rows to stop early and trains on the rest; {len(train)} "
+                          "training row(s) leave nothing for one of the two; give more examples")
+    perm = rs.permutation(len(train))
+    n_dev = _held_out(len(train), config)
+    return train[perm[n_dev:]], train[perm[:n_dev]]
+
+# %% ../nbs/09b_senteval.ipynb #c7999d8b
+class _Lockstep:
+    "Families with the same steps per pass, trained together; parameters (families, fits·classes, dim+1)."
+    def __init__(self, X1:np.ndarray, y:np.ndarray, families:list, n_classes:int, config:SentEvalConfig):
+        self.X1, self.y, self.cfg, self.C, self.R = X1, y, config, n_classes, len(families[0].l2)
+        self.ids = np.arange(len(families))                          # which of the given families each row is
+        self.rs = [np.random.RandomState(config.seed) for _ in families]
+        self.train, self.val = map(list, zip(*[_fit_rows(f, rs, config) for f, rs in zip(families, self.rs)]))
+        self.steps = -(-len(self.train[0]) // config.batch_size)     # steps per pass, the same for all
+        P0 = senteval_init(X1.shape[1] - 1, n_classes, config.seed)  # (C, D+1)
+        self.P = np.tile(P0, (len(families), self.R, 1))             # (F, R·C, D+1)
+        self.m, self.v = np.zeros_like(self.P), np.zeros_like(self.P)
+        wd = np.array([f.l2 for f in families], dtype=np.float32)     # (F, R)
+        self.wd = np.repeat(wd, n_classes, 1)[..., None]              # (F, R·C, 1)
+        self.best, self.bad = np.full((len(families), self.R), -1.0), np.zeros((len(families), self.R), dtype=int)
+        self.live, self.bestP, self.t, self.done = np.ones_like(self.best, dtype=bool), self.P.copy(), 0, {}
+
+# %% ../nbs/09b_senteval.ipynb #12fa021c
+@patch
+def _one_pass(self:_Lockstep):
+    "One pass over every family's training rows: fresh permutations, batches of `batch_size`, one Adam step each."
+    F, S, bs = len(self.ids), self.steps, self.cfg.batch_size
+    rows, w = np.zeros((F, S * bs), dtype=np.int64), np.zeros((F, S * bs), dtype=np.float32)
+    for f, (train, rs) in enumerate(zip(self.train, self.rs)):
+        rows[f, :len(train)], w[f, :len(train)] = train[rs.permutation(len(train))], 1.0
+    rows, w = rows.reshape(F, S, bs), w.reshape(F, S, bs)
+    w /= np.maximum(w.sum(2, keepdims=True), 1)                                   # 1/|batch|, 0 on padding
+    target = (self.y[rows][..., None] == np.arange(self.C)) * w[..., None]        # (F, S, bs, C)
+    target = np.ascontiguousarray(target.transpose(1, 0, 3, 2), dtype=np.float32)  # (S, F, C, bs)
+    rows, w = np.ascontiguousarray(rows.transpose(1, 0, 2)), np.ascontiguousarray(w.transpose(1, 0, 2))
+    for s in range(S): self._step(rows[s], w[s], target[s])
+
+# %% ../nbs/09b_senteval.ipynb #ab96b645
+@patch
+def _step(self:_Lockstep, rows:np.ndarray, w:np.ndarray, target:np.ndarray):
+    "One Adam step of every fit: batch `rows` (F, bs), row weights `w` (F, bs), weighted one-hot `target` (F, C, bs)."
+    (F, bs), R, C = rows.shape, self.R, self.C
+    (b1, b2), cfg = self.cfg.betas, self.cfg
+    Xb = self.X1.take(rows.reshape(-1), axis=0).reshape(F, bs, -1)              # (F, bs, D+1)
+    z = np.matmul(self.P, Xb.transpose(0, 2, 1)).reshape(F, R, C, bs)            # logits
+    z -= z.max(2, keepdims=True); np.exp(z, out=z); z /= z.sum(2, keepdims=True)
+    z *= w.reshape(F, 1, 1, bs); z -= target.reshape(F, 1, C, bs)                 # d(mean loss)/d(logits)
+    g = np.matmul(z.reshape(F, R * C, bs), Xb) + self.P * self.wd                 # (F, R·C, D+1), with L2
+    self.t += 1
+    c1, c2 = 1 - b1 ** self.t, (1 - b2 ** self.t) ** 0.5                          # Adam's bias corrections
+    self.m += (1 - b1) * (g - self.m); self.v *= b2; self.v += (1 - b2) * g * g
+    denom = np.sqrt(self.v); denom /= np.float32(c2); denom += np.float32(cfg.eps)
+    self.P -= np.float32(cfg.lr / c1) * self.m / denom
+
+# %% ../nbs/09b_senteval.ipynb #1a9754ac
+@patch
+def _check(self:_Lockstep):
+    "The early-stopping check after an epoch: keep strictly better weights, count the others, retire finished families."
+    C = self.C
+    for f, val in enumerate(self.val):
+        scores = self.X1[val] @ self.P[f].T                                        # (n_val, R·C)
+        acc = (scores.reshape(len(val), self.R, C).argmax(2) == self.y[val][:, None]).mean(0)
+        for r in np.flatnonzero(self.live[f]):
+            if acc[r] > self.best[f, r]:
+                self.best[f, r] = acc[r]; self.bestP[f, r * C:(r + 1) * C] = self.P[f, r * C:(r + 1) * C]
+            elif self.bad[f, r] >= self.cfg.tenacity: self.live[f, r] = False
+            else: self.bad[f, r] += 1
+    self._retire(self.live.any(1))
+
+# %% ../nbs/09b_senteval.ipynb #41985a61
+@patch
+def _retire(self:_Lockstep, keep:np.ndarray):
+    "Store the results of the families not in `keep` and drop them from the arrays."
+    for f in np.flatnonzero(~keep):
+        self.done[self.ids[f]] = (self.best[f], self.bestP[f].reshape(self.R, self.C, -1))
+    for name in ("ids", "P", "m", "v", "wd", "best", "bad", "live", "bestP"):
+        setattr(self, name, getattr(self, name)[keep])
+    for name in ("rs", "train", "val"): setattr(self, name, [x for x, k in zip(getattr(self, name), keep) if k])
+
+@patch
+def run(self:_Lockstep) -> dict:
+    "Train to the end: {family index: (best early-stopping accuracy (R,), best weights (R, C, dim+1))}."
+    nepoch = 0
+    while len(self.ids) and nepoch <= self.cfg.max_epoch:
+        for _ in range(self.cfg.epoch_size): self._one_pass()
+        nepoch += self.cfg.epoch_size
+        self._check()
+    self._retire(np.zeros(len(self.ids), dtype=bool))
+    return self.done
+
+# %% ../nbs/09b_senteval.ipynb #53dba9d2
+def _steps_per_pass(family:Family, config:SentEvalConfig) -> int:
+    "Adam steps in one pass over the family's training rows (after the 5% split, if it has one)."
+    n = len(family.train) - (0 if family.val is not None else _held_out(len(family.train), config))
+    return -(-n // config.batch_size)
+
+def fit_senteval(X:np.ndarray, y:np.ndarray, # features (n, dim) and labels 0..K-1 (n,) that families index
+                 families:list, # `Family` items
+                 n_classes:int, # K, the classifier's outputs (the task's classes)
+                 config:SentEvalConfig=SentEvalConfig(), # SentEval's classifier settings
+                 threads:int|None=None, # families trained at once in threads (None: the CPUs this process may use)
+                ) -> list[tuple[np.ndarray, np.ndarray]]: # per family: best accuracy (R,), weights (R, K, dim+1)
+    "SentEval's classifier for every fit of every family: the best early-stopping accuracy and its weights."
+    from threadpoolctl import threadpool_limits
+    X1 = np.concatenate([np.asarray(X, dtype=np.float32), np.ones((len(X), 1), np.float32)], 1)  # bias column
+    y, n = np.asarray(y, dtype=np.int64), threads or len(os.sched_getaffinity(0))
+    groups = {}
+    for i, f in enumerate(families): groups.setdefault((_steps_per_pass(f, config), len(f.l2)), []).append(i)
+    jobs = [list(part) for g in groups.values() for part in np.array_split(g, min(n, len(g)))]
+    def run(job): return {job[i]: r for i, r in _Lockstep(X1, y, [families[j] for j in job], n_classes, config).run().items()}
+    with threadpool_limits(1, user_api="blas"), ThreadPoolExecutor(n) as pool:  # small products: threads per group
+        done = {i: r for part in pool.map(run, jobs) for i, r in part.items()}
+    return [done[i] for i in range(len(families))]
 
 # %% ../nbs/09b_senteval.ipynb #8739e8f9
 def fit_logistic(X:np.ndarray, # (n, dim) features
@@ -44,58 +201,116 @@ def fit_logistic(X:np.ndarray, # (n, dim) features
         warnings.simplefilter("ignore", ConvergenceWarning)
         return clf.fit(X, y)
 
+# %% ../nbs/09b_senteval.ipynb #45a1fa9d
+def linear_weights(clf, # a fitted scikit-learn linear classifier
+                   n_classes:int, # K
+                  ) -> np.ndarray: # (K, dim + 1): weights, then bias; classes it never saw score -inf
+    "A scikit-learn classifier as a (K, dim+1) score matrix: the argmax of `[x, 1] @ P.T` is its prediction."
+    coef, bias = clf.coef_, clf.intercept_
+    if coef.shape[0] == 1:                                              # binary: the sign of x·w + b
+        coef, bias = np.vstack([np.zeros_like(coef), coef]), np.r_[0.0, bias]
+    P = np.zeros((n_classes, coef.shape[1] + 1)); P[:, -1] = -np.inf
+    P[clf.classes_, :-1], P[clf.classes_, -1] = coef, bias
+    return P
+
+def linear_predict(P:np.ndarray, # (K, dim + 1) weights and bias
+                   X:np.ndarray, # (n, dim) features
+                  ) -> np.ndarray: # (n,) the first class of highest score
+    "Labels of a linear classifier."
+    return (X @ P[:, :-1].T + P[:, -1]).argmax(1)
+
+# %% ../nbs/09b_senteval.ipynb #741e5f36
+def fit_families(X:np.ndarray, y:np.ndarray, # features (n, dim) and labels 0..K-1 (n,)
+                 families:list, # `Family` items
+                 classifier:str="senteval", # one of `CLASSIFIERS`
+                 n_classes:int|None=None, # K (None: 1 + the largest label)
+                 seed:int=SENTEVAL_SEED, # seed of the classifier
+                ) -> list[tuple[np.ndarray, np.ndarray]]: # per family: val-row accuracy (R,), weights (R, K, dim+1)
+    "Train every fit of every family with `classifier`; the one door every protocol goes through."
+    n_classes = int(np.max(y)) + 1 if n_classes is None else n_classes
+    if classifier == "senteval": return fit_senteval(X, y, families, n_classes, SentEvalConfig(seed=seed))
+    if classifier != "sklearn":
+        raise SentclError(f"unknown classifier {classifier!r}; choose one of {', '.join(CLASSIFIERS)}")
+    out = []
+    for f in families:
+        P = np.stack([linear_weights(fit_logistic(X[f.train], y[f.train], l2, seed), n_classes) for l2 in f.l2])
+        acc = np.array([float(np.mean(linear_predict(p, X[f.val]) == y[f.val])) if f.val is not None else np.nan
+                        for p in P])
+        out.append((acc, P))
+    return out
+
 # %% ../nbs/09b_senteval.ipynb #1894c3ce
+def _fold_rows(y, k:int, seed:int) -> list[tuple[np.ndarray, np.ndarray]]:
+    "SentEval's folds: `StratifiedKFold(k, shuffle=True, random_state=seed)` as (train, held-out) row arrays."
+    from sklearn.model_selection import StratifiedKFold
+    return list(StratifiedKFold(n_splits=k, shuffle=True, random_state=seed).split(np.zeros(len(y)), y))
+
+def _best_l2(fits:list, grid) -> tuple[float, float]:
+    "SentEval's pick: the first weight decay with the best mean held-out accuracy ×100, rounded to 2 decimals."
+    scores = [round(100 * float(np.mean([acc[r] for acc, _ in fits])), 2) for r in range(len(grid))]
+    best = int(np.argmax(scores))
+    return grid[best], scores[best]
+
 def select_l2(X:np.ndarray, y:np.ndarray, # training features (n, dim) and labels (n,)
               k:int=10, # folds
               seed:int=SENTEVAL_SEED, # seed of the fold split and the classifier
               grid=L2_GRID, # weight decays to try
+              classifier:str="senteval", # one of `CLASSIFIERS`
+              n_classes:int|None=None, # K (None: 1 + the largest label)
              ) -> tuple[float, float]:
     "SentEval's k-fold choice of weight decay: the first grid value with the best mean fold accuracy (×100, rounded)."
-    from sklearn.model_selection import StratifiedKFold
-    folds = list(StratifiedKFold(n_splits=k, shuffle=True, random_state=seed).split(X, y))
-    scores = [round(100 * float(np.mean([fit_logistic(X[a], y[a], l2, seed).score(X[b], y[b]) for a, b in folds])), 2)
-              for l2 in grid]
-    best = int(np.argmax(scores))
-    return grid[best], scores[best]
+    families = [Family(a, b, tuple(grid)) for a, b in _fold_rows(y, k, seed)]
+    fits = fit_families(X, y, families, classifier, n_classes, seed)
+    return _best_l2(fits, tuple(grid))
 
 # %% ../nbs/09b_senteval.ipynb #af456be7
 def kfold_accuracy(X, y, # training features (n, dim) and labels (n,)
                    Xtest, ytest, # test features and labels
                    k:int=10, # folds that choose the weight decay
                    seed:int=SENTEVAL_SEED, # seed of the folds and the classifier
+                   classifier:str="senteval", # one of `CLASSIFIERS`
                   ) -> dict:
     "SentEval's KFoldClassifier (TREC, MRPC): weight decay by k-fold CV on train, refit on train, test accuracy ×100."
-    l2, dev = select_l2(X, y, k, seed)
-    clf = fit_logistic(X, y, l2, seed)
-    return {"acc": round(100 * clf.score(Xtest, ytest), 2), "devacc": dev, "l2": l2, "n_train": len(y),
-            "n_test": len(ytest), "_pred": clf.predict(Xtest)}
+    n_classes = int(max(np.max(y), np.max(ytest))) + 1
+    l2, dev = select_l2(X, y, k, seed, classifier=classifier, n_classes=n_classes)
+    (_, (P,)), = fit_families(X, y, [Family(np.arange(len(y)), None, (l2,))], classifier, n_classes, seed)
+    pred = linear_predict(P, Xtest)
+    return {"acc": round(100 * float(np.mean(pred == ytest)), 2), "devacc": dev, "l2": l2, "n_train": len(y),
+            "n_test": len(ytest), "_pred": pred}
 
 # %% ../nbs/09b_senteval.ipynb #e8c61306
 def inner_kfold_accuracy(X, y, # features (n, dim) and labels (n,) of the whole task
                          k:int=10, # outer folds, and inner folds that choose the weight decay
                          seed:int=SENTEVAL_SEED, # seed of the folds and the classifier
+                         classifier:str="senteval", # one of `CLASSIFIERS`
                         ) -> dict:
     "SentEval's InnerKFoldClassifier (MR, CR, SUBJ, MPQA): k outer folds, weight decay by k inner ones, mean acc ×100."
-    from sklearn.model_selection import StratifiedKFold
-    tests, devs = [], []
-    for a, b in StratifiedKFold(n_splits=k, shuffle=True, random_state=seed).split(X, y):
-        l2, dev = select_l2(X[a], y[a], k, seed)
-        tests.append(round(100 * fit_logistic(X[a], y[a], l2, seed).score(X[b], y[b]), 2))
-        devs.append(dev)
+    outer, n_classes = _fold_rows(y, k, seed), int(np.max(y)) + 1
+    inner = [Family(a[ia], a[ib], L2_GRID) for a, _ in outer for ia, ib in _fold_rows(y[a], k, seed)]
+    fits = fit_families(X, y, inner, classifier, n_classes, seed)          # every inner fit of every outer fold at once
+    picks = [_best_l2(fits[i * k:(i + 1) * k], L2_GRID) for i in range(len(outer))]
+    refits = [Family(a, None, (l2,)) for (a, _), (l2, _) in zip(outer, picks)]             # 5% split, as SentEval
+    final = fit_families(X, y, refits, classifier, n_classes, seed)
+    tests = [round(100 * float(np.mean(linear_predict(P[0], X[b]) == y[b])), 2) for (_, P), (_, b) in zip(final, outer)]
+    devs = [d for _, d in picks]
     return {"acc": round(float(np.mean(tests)), 2), "devacc": round(float(np.mean(devs)), 2), "n": len(y)}
 
 # %% ../nbs/09b_senteval.ipynb #5ce2212e
 def split_accuracy(X, y, # training features (n, dim) and labels (n,)
-                   Xdev, ydev, # dev features and labels, which choose the weight decay
+                   Xdev, ydev, # dev features and labels, which choose the weight decay (and stop SentEval's fits)
                    Xtest, ytest, # test features and labels
                    seed:int=SENTEVAL_SEED, # seed of the classifier
+                   classifier:str="senteval", # one of `CLASSIFIERS`
                   ) -> dict:
     "SentEval's SplitClassifier (SST2): weight decay chosen on dev, trained on train, test accuracy ×100."
-    scores = [round(100 * fit_logistic(X, y, l2, seed).score(Xdev, ydev), 2) for l2 in L2_GRID]
-    best = int(np.argmax(scores))
-    clf = fit_logistic(X, y, L2_GRID[best], seed)
-    return {"acc": round(100 * clf.score(Xtest, ytest), 2), "devacc": scores[best], "l2": L2_GRID[best],
-            "n_train": len(y), "n_dev": len(ydev), "n_test": len(ytest)}
+    n_classes = int(max(np.max(y), np.max(ydev), np.max(ytest))) + 1
+    Xall, yall, n = np.concatenate([X, Xdev]), np.concatenate([y, ydev]), len(y)
+    family = Family(np.arange(n), np.arange(n, len(yall)), L2_GRID)        # dev rows stop the fits and score them
+    (acc, P), = fit_families(Xall, yall, [family], classifier, n_classes, seed)
+    scores = [round(100 * float(a), 2) for a in acc]
+    best = int(np.argmax(scores))  # SentEval refits with this weight decay: the same seeded fit, so this one
+    return {"acc": round(100 * float(np.mean(linear_predict(P[best], Xtest) == ytest)), 2), "devacc": scores[best],
+            "l2": L2_GRID[best], "n_train": len(y), "n_dev": len(ydev), "n_test": len(ytest)}
 
 # %% ../nbs/09b_senteval.ipynb #b93e1fed
 FEWSHOT_SHOTS, FEWSHOT_SEEDS = 16, (0, 1, 2, 3, 4)  # PairSupCon Table 6: 16 per class, 5 sample sets
@@ -119,18 +334,33 @@ def fewshot_accuracy(X, y, # features (n, dim) and labels (n,) to sample the tra
                      Xtest=None, ytest=None, # test set (default: every example not sampled)
                      shots:int=FEWSHOT_SHOTS, # training examples per class
                      seeds=FEWSHOT_SEEDS, # one training set per seed
+                     classifier:str="senteval", # one of `CLASSIFIERS`
                     ) -> dict:
     "Accuracy ×100 of a logistic regression trained on `shots` examples per class, mean and std over seeded samples."
+    n_classes, k = int(max(np.max(y), -1 if ytest is None else np.max(ytest))) + 1, min(4, shots)
+    picks = [sample_per_class(y, shots, np.random.default_rng(seed)) for seed in seeds]
+    cv = [Family(pick[a], pick[b], L2_GRID) for pick in picks for a, b in _fold_rows(y[pick], k, SENTEVAL_SEED)]
+    fits = fit_families(X, y, cv, classifier, n_classes)                  # every sample set's folds at once
+    l2s = [_best_l2(fits[i * k:(i + 1) * k], L2_GRID)[0] for i in range(len(picks))]
+    final = fit_families(X, y, [Family(pick, None, (l2,)) for pick, l2 in zip(picks, l2s)], classifier, n_classes)
     accs = []
-    for seed in seeds:
-        pick = sample_per_class(y, shots, np.random.default_rng(seed))
+    for pick, (_, P) in zip(picks, final):
         rest = np.setdiff1d(np.arange(len(y)), pick)
         Xt, yt = (X[rest], y[rest]) if Xtest is None else (Xtest, ytest)
-        l2, _ = select_l2(X[pick], y[pick], k=min(4, shots))
-        accs.append(100 * fit_logistic(X[pick], y[pick], l2).score(Xt, yt))
+        accs.append(100 * float(np.mean(linear_predict(P[0], Xt) == yt)))
     std = round(float(np.std(accs, ddof=1)) if len(accs) > 1 else 0.0, 2)
     return {"acc_mean": round(float(np.mean(accs)), 2), "acc_std": std, "acc": [round(a, 2) for a in accs],
             "shots": shots, "seeds": list(seeds)}
+
+# %% ../nbs/09b_senteval.ipynb #c640825f
+def senteval_pair_features(u:np.ndarray, # (n, dim) embeddings of the first sentences
+                           v:np.ndarray, # (n, dim) embeddings of the second sentences
+                           kind:str="senteval", # 'senteval': [|u-v|; u*v]; 'full': [u; v; |u-v|; u*v]
+                          ) -> np.ndarray:
+    "Features of sentence pairs for a transfer classifier: SentEval's [|u-v|; u*v] or the four-part one."
+    if kind == "senteval": return np.concatenate([np.abs(u - v), u * v], axis=1)      # (n, 2*dim)
+    if kind == "full": return np.concatenate([u, v, np.abs(u - v), u * v], axis=1)    # (n, 4*dim)
+    raise ValueError(f"pair features: kind must be 'senteval' or 'full', got {kind!r}")
 
 # %% ../nbs/09b_senteval.ipynb #28c82b9a
 _TVT = ("train", "dev", "test")
@@ -147,24 +377,35 @@ def _blocks(x:np.ndarray, sizes) -> list[np.ndarray]:
     "`x` cut into consecutive blocks of the given sizes."
     return np.split(x, np.cumsum(sizes)[:-1])
 
+def senteval_order(texts:list, # one list of sentences per column (pairs: two)
+                   labels:np.ndarray, # (n,) integer labels
+                  ) -> np.ndarray:
+    "SentEval's row order: a stable sort by the whitespace tokens of each column, then the label."
+    keys = [np.asarray(labels)] + [np.array([len(t.split()) for t in col]) for col in reversed(texts)]
+    return np.lexsort(keys)  # the last key sorts first
+
 # %% ../nbs/09b_senteval.ipynb #ca8df2f1
 def transfer_arrays(encoder, # a `SentenceEncoder` (see `embed_unique`)
                     name:str, # one of TRANSFER_SETS
                     data_dir=None, batch_size:int=64, cache:bool=True, # as in `eval_sts`
                     pair_kind:str="senteval", # MRPC pair features, see `senteval_pair_features`
+                    precision:str="fp32", memo:dict|None=None, # as in `sentcl.evalcore.embed_unique`
                    ) -> dict:
-    "Features and 0..K-1 labels of a transfer task per split ('all' for MR/CR/SUBJ/MPQA, else train/[dev/]test)."
+    "Features and 0..K-1 labels per split ('all' for MR/CR/SUBJ/MPQA, else train/[dev/]test), in SentEval's order."
     frames = _transfer_frames(name, data_dir)
     cols = ("sentence1", "sentence2") if name in PAIR_TRANSFER_SETS else ("text",)
-    texts = [t for df in frames.values() for c in cols for t in df[c].tolist()]
-    emb, rows = embed_unique(encoder, texts, task=name, batch_size=batch_size, cache=cache)
-    blocks = iter(_blocks(emb[rows], [len(df) for df in frames.values() for _ in cols]))
     codes, _ = remap_labels([l for df in frames.values() for l in df["label"].tolist()])
-    labels = iter(_blocks(codes, [len(df) for df in frames.values()]))
+    labels = dict(zip(frames, _blocks(codes, [len(df) for df in frames.values()])))
+    order = {s: senteval_order([df[c].tolist() for c in cols], labels[s]) for s, df in frames.items()}
+    texts = [t for s, df in frames.items() for c in cols for t in df[c].to_numpy()[order[s]].tolist()]
+    emb, rows = embed_unique(encoder, texts, task=name, batch_size=batch_size, cache=cache, precision=precision,
+                             memo=memo)
+    blocks = iter(_blocks(emb[rows], [len(df) for df in frames.values() for _ in cols]))
     out = {}
     for split in frames:
-        X = senteval_pair_features(next(blocks), next(blocks), pair_kind) if name in PAIR_TRANSFER_SETS else next(blocks)
-        out[split] = (X, next(labels))
+        pairs = name in PAIR_TRANSFER_SETS
+        X = senteval_pair_features(next(blocks), next(blocks), pair_kind) if pairs else next(blocks)
+        out[split] = (X, labels[split][order[split]])
     return out
 
 # %% ../nbs/09b_senteval.ipynb #1ccce61b
@@ -173,18 +414,23 @@ def eval_transfer(encoder, # a `SentenceEncoder` (see `embed_unique`)
                   data_dir=None, batch_size:int=64, cache:bool=True, # as in `eval_sts`
                   k:int=10, # folds of the protocol (SentEval: 10; 5 for prototyping)
                   pair_kind:str="senteval", # MRPC pair features, see `senteval_pair_features`
+                  classifier:str="senteval", # one of `CLASSIFIERS`
+                  precision:str="fp32", memo:dict|None=None, # as in `sentcl.evalcore.embed_unique`
                  ) -> dict:
     "SentEval transfer accuracy ×100 for one task with the task's own protocol (see `sentcl.senteval`)."
-    arrays = transfer_arrays(encoder, name, data_dir, batch_size, cache, pair_kind)
-    if "all" in arrays: return {**inner_kfold_accuracy(*arrays["all"], k=k), "protocol": f"inner {k}-fold"}
+    arrays = transfer_arrays(encoder, name, data_dir, batch_size, cache, pair_kind, precision, memo)
+    if "all" in arrays:
+        return {**inner_kfold_accuracy(*arrays["all"], k=k, classifier=classifier), "protocol": f"inner {k}-fold",
+                "classifier": classifier}
     if "dev" in arrays:
-        return {**split_accuracy(*arrays["train"], *arrays["dev"], *arrays["test"]), "protocol": "train/dev/test split"}
-    r = kfold_accuracy(*arrays["train"], *arrays["test"], k=k)
+        r = split_accuracy(*arrays["train"], *arrays["dev"], *arrays["test"], classifier=classifier)
+        return {**r, "protocol": "train/dev/test split", "classifier": classifier}
+    r = kfold_accuracy(*arrays["train"], *arrays["test"], k=k, classifier=classifier)
     pred = r.pop("_pred")
     if name == "mrpc":
         from sklearn.metrics import f1_score
         r["f1"] = round(100 * f1_score(arrays["test"][1], pred), 2)
-    return {**r, "protocol": f"{k}-fold on train, then test"}
+    return {**r, "protocol": f"{k}-fold on train, then test", "classifier": classifier}
 
 # %% ../nbs/09b_senteval.ipynb #d49f21b1
 def eval_fewshot(encoder, # a `SentenceEncoder` (see `embed_unique`)
@@ -192,8 +438,12 @@ def eval_fewshot(encoder, # a `SentenceEncoder` (see `embed_unique`)
                  data_dir=None, batch_size:int=64, cache:bool=True, # as in `eval_sts`
                  shots:int=FEWSHOT_SHOTS, seeds=FEWSHOT_SEEDS, # as in `sentcl.senteval.fewshot_accuracy`
                  pair_kind:str="senteval", # MRPC pair features, see `senteval_pair_features`
+                 classifier:str="senteval", # one of `CLASSIFIERS`
+                 precision:str="fp32", memo:dict|None=None, # as in `sentcl.evalcore.embed_unique`
                 ) -> dict:
     "Few-shot accuracy ×100 (mean, std over seeded sample sets) for a transfer task."
-    arrays = transfer_arrays(encoder, name.removesuffix("_fewshot"), data_dir, batch_size, cache, pair_kind)
-    if "all" in arrays: return fewshot_accuracy(*arrays["all"], shots=shots, seeds=seeds)
-    return fewshot_accuracy(*arrays["train"], *arrays["test"], shots=shots, seeds=seeds)
+    task = name.removesuffix("_fewshot")
+    arrays = transfer_arrays(encoder, task, data_dir, batch_size, cache, pair_kind, precision, memo)
+    train, test = (arrays["all"], (None, None)) if "all" in arrays else (arrays["train"], arrays["test"])
+    r = fewshot_accuracy(*train, *test, shots=shots, seeds=seeds, classifier=classifier)
+    return {**r, "classifier": classifier}

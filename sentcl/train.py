@@ -50,7 +50,7 @@ class RunOptions:
     max_steps:int|None = None # run this many steps, overriding the config's epochs (the schedule's horizon)
     stop_after:int|None = None # pause after this many steps of this invocation (checkpoint written)
     mini_batch_size:int|None = None # gradient caching chunk; None = off
-    precision:str = "fp32" # fp32, bf16 or fp16 (fp16 needs CUDA)
+    precision:str = "fp32" # fp32, bf16, fp16 (CUDA) or auto (bf16 where fast), see sentcl.precision
     save_every:int|None = None # checkpoint every N steps
     resume:bool = False # continue from the run folder's checkpoint
     progress:bool = True # show a progress bar
