@@ -64,18 +64,25 @@ PAIRSUPCON = (
     Experiment("pairsupcon-table1", "pairsupcon", ("table1_clustering",), "PairSupCon Table 1: short-text clustering",
                "KMeans accuracy (and NMI) on eight short-text clustering sets, ten seeds each", PAIRSUPCON_MODELS,
                CLUSTERING, columns={"avg": "clustering_acc"}, protocol="pairsupcon",
-               contrasts=_beats_pretrained(("avg",), "PairSupCon clusters short texts better than the pre-trained encoder"),
+               contrasts=(*_beats_pretrained(("avg",), "PairSupCon clusters short texts better than the pre-trained encoder"),
+                          Contrast("pairsupcon", "simcse-released", ("avg",),
+                                   "PairSupCon clusters short texts better than supervised SimCSE")),
                cost={"cpu": "about 40 min"}),
     Experiment("pairsupcon-table3", "pairsupcon", ("table3_sts",), "PairSupCon Table 3: STS",
                "Spearman correlation of cosine similarity with the gold scores, seven STS tasks", PAIRSUPCON_MODELS, STS,
                columns={"avg": "sts"}, protocol="pairsupcon",
-               contrasts=_beats_pretrained(("avg",), "PairSupCon improves the pre-trained encoder on STS"),
+               contrasts=(*_beats_pretrained(("avg",), "PairSupCon improves the pre-trained encoder on STS"),
+                          Contrast("simcse-released", "pairsupcon", ("avg",),
+                                   "supervised SimCSE stays ahead of PairSupCon on STS")),
                cost={"cpu": "about 15 min"}),
     Experiment("pairsupcon-table6", "pairsupcon", ("table6_fewshot",), "PairSupCon Table 6: few-shot transfer",
                "logistic regression on 16 labelled examples per class, five sampled training sets", PAIRSUPCON_MODELS,
                FEWSHOT, protocol="pairsupcon",
-               contrasts=(Contrast("pairsupcon", "pretrained", ("mr_fewshot", "cr_fewshot", "sst2_fewshot", "trec_fewshot"),
-                                   "PairSupCon's embeddings transfer better from few labels than the pre-trained encoder's"),),
+               contrasts=(Contrast("pairsupcon", "pretrained", ("mr_fewshot", "cr_fewshot", "mpqa_fewshot", "sst2_fewshot"),
+                                   "from 16 labels per class PairSupCon beats the pre-trained encoder on sentiment and "
+                                   "opinion"),
+                          Contrast("pretrained", "pairsupcon", ("subj_fewshot", "trec_fewshot"),
+                                   "the pre-trained encoder stays ahead on SUBJ and TREC: no model wins every task")),
                cost={"cpu": "about 20 min"}),
     Experiment("pairsupcon-table7", "pairsupcon", ("table7_transfer",), "PairSupCon Table 7: SentEval transfer",
                "SentEval transfer accuracy, seven tasks", PAIRSUPCON_MODELS, TRANSFER, columns={"avg": "transfer"},
@@ -98,12 +105,15 @@ PAIRSUPCON_ABLATIONS = (
                 Arm("beta-0.5", "pairsupcon", {"beta": 0.5}, row="β = 0.5", presets=PAPER),
                 Arm("pairsupcon", "pairsupcon", {"beta": 1.0}, row="β = 1"),
                 Arm("beta-2", "pairsupcon", {"beta": 2.0}, row="β = 2", presets=PAPER),
-                Arm("beta-4", "pairsupcon", {"beta": 4.0}, row="β = 4", presets=PAPER)),
+                Arm("beta-4", "pairsupcon", {"beta": 4.0}, row="β = 4", presets=PAPER),
+                Arm("beta-8", "pairsupcon", {"beta": 8.0}, label="β = 8 (the second 'β = 4' row?)", presets=PAPER)),
                ABLATION_TASKS, columns=_AB, protocol="pairsupcon",
                contrasts=(Contrast("pairsupcon", "classification", ("sts", "clustering_acc"),
                                    "the full objective beats the classification loss alone"),
                           Contrast("pairsupcon", "instdisc", ("sts", "clustering_acc"),
-                                   "the full objective beats instance discrimination alone on STS (but not on clustering)")),
+                                   "the full objective beats instance discrimination alone on STS (but not on clustering)"),
+                          Contrast("beta-4", "beta-0.5", ("sts", "clustering_acc"),
+                                   "raising β from 0.5 to 4 trades STS for clustering")),
                cost={"cpu": "about 35 min"}),
     Experiment("pairsupcon-table5", "pairsupcon", ("table5_hard_negatives",),
                "PairSupCon Table 5: hard-negative weighting", "STS and clustering averages with and without "
@@ -136,7 +146,12 @@ PAIRSUPCON_FIGURES = (
                (Arm("classification", "pairsupcon-classification", row="Classification"),
                 Arm("instdisc", "pairsupcon-instdisc", {"hard_negatives": True}, row="InstanceDisc"),
                 Arm("pairsupcon", "pairsupcon", {"beta": 1.0}, row="PairSupCon")),
-               tasks(STS, TSNE_SET), columns={"avg": "sts"}, protocol="pairsupcon", cost={"cpu": "about 25 min"}),
+               tasks(STS, TSNE_SET), columns={"avg": "sts"}, protocol="pairsupcon",
+               contrasts=(Contrast("instdisc", "classification", ("avg", "stackoverflow"),
+                                   "instance discrimination alone beats the classifier alone on STS and on StackOverflow"),
+                          Contrast("pairsupcon", "instdisc", ("avg",),
+                                   "adding the classifier to instance discrimination raises STS")),
+               cost={"cpu": "about 25 min"}),
 )
 
 # %% ../nbs/13a_catalog.ipynb #eaf67c87
@@ -157,6 +172,8 @@ LIAO_MODELS = (
 )
 _LIAO_CLAIMS = (Contrast("scl-allpalln-0.3", "ce", ("avg",), "supervised contrastive + CE (λ = 0.3) beats CE alone"),
                 Contrast("scl-allpalln-1.0", "ce", ("avg",), "the supervised contrastive loss alone beats CE alone"),
+                Contrast("scl-allpalln-0.3", "scl-allpalln-1.0", ("avg",), "mixing CE into SCL beats SCL alone"),
+                Contrast("ce", "augment-allpalln", ("avg",), "CE on the augmented pairs scores below plain CE"),
                 Contrast("scl-allpalln-0.3", "augment-allpalln", ("avg",),
                          "the gain is not from the augmented data: CE on the same pairs does worse"))
 LIAO_SEEN = {"paper": "sts", "cpu": "sts", "cpu-smoke": "stsb"}
@@ -168,8 +185,12 @@ LIAO = (
                columns={"avg": "sts5"}, contrasts=_LIAO_CLAIMS, cost={"cpu": "about 30 min"}),
     Experiment("liao-table3", "liao", ("table3_transfer",), "Liao Table 3: SentEval transfer",
                "SentEval transfer accuracy of the same models, eight tasks (SST-5 included)", LIAO_MODELS,
-               {"paper": "transfer,sst5", "cpu": "transfer", "cpu-smoke": "topics"}, columns={"avg": "transfer"},
-               contrasts=(Contrast("scl-allpalln-0.1", "ce", ("avg",), "the best SCL model transfers better than CE alone"),),
+               {"paper": "transfer,sst5", "cpu": "transfer", "cpu-smoke": "topics"}, columns={"avg": "transfer8"},
+               contrasts=(Contrast("scl-allpalln-0.1", "ce", ("avg", "transfer"),
+                                   "the best transfer model (λ = 0.1) beats CE alone"),
+                          Contrast("scl-allpalln-0.3", "ce", ("avg", "transfer"),
+                                   "the best STS model (λ = 0.3) also transfers better than CE alone"),
+                          Contrast("ce", "scl-allpalln-0.3", ("sst2",), "CE alone stays ahead on SST-2")),
                cost={"cpu": "about 60 min"}),
 )
 
@@ -179,14 +200,21 @@ LIAO_SWEEP_ARMS = (
     *(Arm(f"lam-{l}", "supcon", {"n_pos": -1, "lam": l, "temperature": 1.0}, row=f"λ = {l}",
           presets=ALL_PRESETS if l in (0.1, 0.5, 0.9) else PAPER) for l in _LAMS),
     *(Arm(f"tau-{t}", "supcon", {"n_pos": -1, "lam": 0.5, "temperature": t}, row=f"τ = {t}",
-          presets=ALL_PRESETS if t in (0.1, 0.5) else PAPER) for t in _TAUS),
+          presets=ALL_PRESETS if t in (0.1, 0.5, 1.0) else PAPER) for t in _TAUS),
 )
 LIAO_SWEEPS = (
     Experiment("liao-sweeps", "liao", ("table6_lambda_sts", "table7_tau_sts", "table4_lambda_transfer", "table5_tau_transfer"),
                "Liao Tables 4-7: the λ and τ sweeps", "STS (weighted mean) and transfer accuracy of allpalln SCL for "
                "λ = 0.1 ... 0.9 and τ = 0.1 ... 1.0", LIAO_SWEEP_ARMS,
                {"paper": "sts,transfer,sst5", "cpu": "sts", "cpu-smoke": "stsb"},
-               columns={"avg": "sts5"}, cost={"cpu": "about 45 min"}),
+               columns={"avg": "sts5", "table4_lambda_transfer:avg": "transfer8", "table5_tau_transfer:avg": "transfer8"},
+               contrasts=(Contrast("tau-1.0", "tau-0.1", ("avg",), "a higher temperature gives better STS",
+                                   table="table7_tau_sts"),
+                          Contrast("lam-0.5", "lam-0.9", ("avg",), "past λ = 0.5, more weight on SCL lowers STS",
+                                   table="table6_lambda_sts"),
+                          Contrast("lam-0.1", "lam-0.9", ("avg",), "a small λ transfers best",
+                                   table="table4_lambda_transfer")),
+               cost={"cpu": "about 50 min"}),
 )
 
 # %% ../nbs/13a_catalog.ipynb #269cbbf2
