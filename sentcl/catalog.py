@@ -139,7 +139,14 @@ PAIRSUPCON_FIGURES = (
                "per-task STS of BERT, SBERT, SimCSE and PairSupCon, and t-SNE maps before and after training",
                tuple(a for a in PAIRSUPCON_MODELS if a.name in ("pretrained", "sbert-released", "simcse-released",
                                                                "pairsupcon", "sbert")),
-               tasks(STS, TSNE_SET), columns={"avg": "sts"}, protocol="pairsupcon", cost={"cpu": "about 10 min"}),
+               tasks(STS, TSNE_SET), columns={"avg": "sts"}, protocol="pairsupcon",
+               contrasts=(Contrast("pairsupcon", "pretrained", ("avg",), "PairSupCon improves the pre-trained encoder on STS"),
+                          *(Contrast("pairsupcon", worse, ("stackoverflow",), f"PairSupCon separates StackOverflow's "
+                                     f"categories better than {who}", table="table1_clustering")
+                            for worse, who in (("pretrained", "the pre-trained encoder"),
+                                               ("sbert", "SBERT's classifier trained on the same pairs"),
+                                               ("sbert-released", "the released SBERT")))),
+               cost={"cpu": "about 10 min"}),
     Experiment("pairsupcon-figure3", "pairsupcon", ("figure3_components",),
                "PairSupCon Figure 3: the components on STS and StackOverflow",
                "per-task STS and t-SNE maps of the classification loss alone, instance discrimination alone and both",

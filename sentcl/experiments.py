@@ -59,7 +59,7 @@ class ExperimentPreset:
 CPU_CORPORA = {"nli": "snli:dev+test", "sentences": "wiki1m", "documents": "documents"}
 SAMPLE_STAND_INS = {"sts": "stsb", "sts5": "stsb", "clustering_acc": "wikitext_topics",
                     "clustering_nmi": "wikitext_topics_nmi", "transfer": "topics", "transfer8": "topics",
-                    "fewshot": "topics_fewshot"}
+                    "fewshot": "topics_fewshot", **{f"{t}_fewshot": "topics_fewshot" for t in TRANSFER_SETS}}
 
 EXPERIMENT_PRESETS = {p.name: p for p in (
     ExperimentPreset("paper", "paper", "paper setting", save_every=500),
