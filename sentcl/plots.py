@@ -276,7 +276,8 @@ def sts_bar_chart(results:pd.DataFrame, # see `sentcl.analysis.results_table`
         fig, axes = new_figure(1, 1, panel_size=(min(9.0, max(4.0, 1.0 + 0.22 * wide.size)), 3.0)); ax = axes[0, 0]
         sns.barplot(long, x=task_col, y=value_col, hue=model_col, palette=palette(len(wide)), ax=ax, errorbar=None)
         ax.set(xlabel="", ylabel=ylabel, title=title)
-        ax.legend(title=None, ncols=min(len(wide), 4), loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False)
+        handles, labels = ax.get_legend_handles_labels(); ax.get_legend().remove()
+        fig.legend(handles, labels, loc="outside right upper", frameon=False)  # long arm names fit beside the bars
     return _finish(fig, wide, path)
 
 # %% ../nbs/10_plots.ipynb #d289468d
