@@ -133,7 +133,8 @@ def _draw_tsne(coords:pd.DataFrame, colours:dict, grid:tuple, label_title:str, t
         for ax in axes.flat[coords["model"].nunique():]: ax.set_axis_off()
         if len(colours) <= 20:
             handles = [Line2D([], [], ls="", marker="o", ms=5, color=c, label=str(k)) for k, c in colours.items()]
-            fig.legend(handles=handles, title=label_title, loc="outside right upper", frameon=False)
+            fig.legend(handles=handles, title=label_title, loc="outside right upper", frameon=False,
+                       ncols=1 + (len(colours) - 1) // 10)  # ten labels a column: 20 tags fit beside 3-inch panels
         if title: fig.suptitle(title)
     return fig
 
