@@ -21,7 +21,7 @@ from fastcore.basics import patch
 
 from .cards import write_model_card
 from .core import SentclError, default, git_commit, hardware, package_versions, write_json
-from .data import SAMPLES_DIR
+from .data import SAMPLES_DIR, TRANSFER_SETS
 from .eval import evaluate
 from .method_base import MethodConfig
 from .methods import get_method
@@ -58,7 +58,8 @@ class ExperimentPreset:
 # %% ../nbs/13_experiments.ipynb #615e3a39
 CPU_CORPORA = {"nli": "snli:dev+test", "sentences": "wiki1m", "documents": "documents"}
 SAMPLE_STAND_INS = {"sts": "stsb", "sts5": "stsb", "clustering_acc": "wikitext_topics",
-                    "clustering_nmi": "wikitext_topics_nmi", "transfer": "topics", "fewshot": "topics_fewshot"}
+                    "clustering_nmi": "wikitext_topics_nmi", "transfer": "topics", "transfer8": "topics",
+                    "fewshot": "topics_fewshot", **{f"{t}_fewshot": "topics_fewshot" for t in TRANSFER_SETS}}
 
 EXPERIMENT_PRESETS = {p.name: p for p in (
     ExperimentPreset("paper", "paper", "paper setting", save_every=500),
@@ -119,7 +120,7 @@ class Experiment:
     measures:str # what it measures, one line
     arms:tuple # `Arm`s
     tasks:dict # preset -> task spec of `sentcl.eval.evaluate`
-    columns:dict = field(default_factory=dict) # published column -> measured column, where they differ
+    columns:dict = field(default_factory=dict) # published column (or '<table>:<column>') -> measured column
     contrasts:tuple = () # `Contrast`s: the paper's claims this experiment tests
     protocol:str = "senteval" # evaluation protocol of untrained arms (trained arms use their method's)
     eval_options:dict = field(default_factory=dict) # preset -> extra `evaluate` keyword arguments
@@ -131,6 +132,10 @@ class Experiment:
         if not found:
             raise SentclError(f"{self.name}: no arm {name!r}; arms: {', '.join(a.name for a in self.arms)}")
         return found[0]
+
+    def measured_column(self, column:str, table:str|None=None) -> str:
+        "What is measured for published `column` of `table`: its '<table>:<column>' entry, its own, or the name."
+        return self.columns.get(f"{table}:{column}", self.columns.get(column, column))
 
     def check(self) -> Experiment:
         "Raise unless arms, tables, rows, contrasts and presets refer to things that exist."
@@ -145,6 +150,9 @@ class Experiment:
             bad = set(a.presets) - set(ALL_PRESETS)
             if bad: raise SentclError(f"{self.name}: arm {a.name} names unknown presets {sorted(bad)}")
         for c in self.contrasts: self.arm(c.better), self.arm(c.worse)
+        for key in self.columns:
+            if ":" in key and key.split(":")[0] not in self.tables:
+                raise SentclError(f"{self.name}: columns key {key!r} names a table outside {self.tables}")
         missing = set(ALL_PRESETS) - set(self.tasks)
         if missing: raise SentclError(f"{self.name}: no tasks for preset(s) {sorted(missing)}")
         return self
@@ -357,11 +365,14 @@ def measured_value(evaluation:dict, # the `eval` entry of a run record (tasks, a
     if value is None and stand_ins and column in stand_ins: return _measured(evaluation, stand_ins[column], aggregation)
     return value
 
+_TASK_MEANS = {"sts5": ("sts12", "sts13", "sts14", "sts15", "sts16"),  # Liao's STS average: STS12-16 only
+               "transfer8": (*TRANSFER_SETS, "sst5")}  # Liao's transfer average: the seven tasks and SST-5
+
 def _measured(evaluation:dict, column:str, aggregation:str|None) -> float|None:
     tasks, avg = evaluation.get("tasks", {}), evaluation.get("avg", {})
     if column in evaluation.get("extra", {}): return evaluation["extra"][column]
-    if column == "sts5":  # Liao's average: STS12-16 only
-        values = [tasks.get(t, {}).get(aggregation or "all") for t in ("sts12", "sts13", "sts14", "sts15", "sts16")]
+    if column in _TASK_MEANS:
+        values = [_measured(evaluation, t, aggregation) for t in _TASK_MEANS[column]]
         return None if None in values else round(float(np.mean(values)), 2)
     if column in _AVERAGES:
         key = _AVERAGES[column]
@@ -450,7 +461,7 @@ def measured_rows(exp:Experiment, records:list, stand_ins:dict|None=None) -> lis
             if not any(r["arm"] == arm.name for r in records) or (arm.row is not None and arm.row not in paper):
                 continue
             for col in columns:
-                values = _seed_values(records, arm.name, exp.columns.get(col, col), aggregation, stand_ins)
+                values = _seed_values(records, arm.name, exp.measured_column(col, table), aggregation, stand_ins)
                 rows.append({"table": table, "row": arm.row, "arm": arm.name, "label": arm.display, "column": col,
                              "paper": paper.get(arm.row, {}).get(col), **_stats(values.values()),
                              "values": list(values.values())})
@@ -480,8 +491,8 @@ def contrast_rows(exp:Experiment, records:list, stand_ins:dict|None=None) -> lis
         for col in c.columns:
             pb, pw = paper.get(rb, {}).get(col), paper.get(rw, {}).get(col)
             paper_diff = None if pb is None or pw is None else round(pb - pw, 2)
-            b = _seed_values(records, c.better, exp.columns.get(col, col), aggregation, stand_ins)
-            w = _seed_values(records, c.worse, exp.columns.get(col, col), aggregation, stand_ins)
+            b = _seed_values(records, c.better, exp.measured_column(col, table), aggregation, stand_ins)
+            w = _seed_values(records, c.worse, exp.measured_column(col, table), aggregation, stand_ins)
             diffs = _paired(b, w)
             rows.append({"better": c.better, "worse": c.worse, "column": col, "claim": c.claim, "table": table,
                          "paper_diff": paper_diff, "diffs": diffs, **_stats(diffs),
@@ -512,7 +523,8 @@ class ExperimentSession:
                            "precision": precision, "device": device, "arms": arms, "out": str(self.out)}
         select_device(device)
         self.data_dir = default(data_dir, self.preset.data_dir)  # where the notebook's own figures read data
-        self.runs = plan_runs(experiment, preset, self.out, model, data_dir, steps, batch_size, seeds, precision, arms)
+        self.runs = plan_runs(experiment, preset, self.out, model=model, data_dir=data_dir, steps=steps,
+                              batch_size=batch_size, seeds=seeds, precision=precision, arms=arms)
         self.records, self.figures, self.extra, self.log = {}, [], {}, log
         self._load_finished()
 
@@ -552,9 +564,11 @@ def scores(self:ExperimentSession, columns=None) -> pd.DataFrame:
     "One row per finished run: arm, seed, and each measured column (default: every published column)."
     cols = columns or list(dict.fromkeys(c for t in self.exp.tables
                                          for c in published(self.exp.paper, t)["columns"]))
-    agg = published(self.exp.paper, self.exp.tables[0]).get("aggregation")
+    table = self.exp.tables[0]  # its aggregation, and its meaning of a column that tables share
+    agg = published(self.exp.paper, table).get("aggregation")
     rows = [{"arm": rec["arm"], "label": self.exp.arm(rec["arm"]).display, "seed": rec["seed"],
-             **{c: measured_value(rec["eval"], self.exp.columns.get(c, c), agg, self.preset.stand_ins) for c in cols}}
+             **{c: measured_value(rec["eval"], self.exp.measured_column(c, table), agg, self.preset.stand_ins)
+                for c in cols}}
             for rec in self._ordered_records()]
     return pd.DataFrame(rows)
 

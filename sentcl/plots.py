@@ -133,7 +133,8 @@ def _draw_tsne(coords:pd.DataFrame, colours:dict, grid:tuple, label_title:str, t
         for ax in axes.flat[coords["model"].nunique():]: ax.set_axis_off()
         if len(colours) <= 20:
             handles = [Line2D([], [], ls="", marker="o", ms=5, color=c, label=str(k)) for k, c in colours.items()]
-            fig.legend(handles=handles, title=label_title, loc="outside right upper", frameon=False)
+            fig.legend(handles=handles, title=label_title, loc="outside right upper", frameon=False,
+                       ncols=1 + (len(colours) - 1) // 10)  # ten labels a column: 20 tags fit beside 3-inch panels
         if title: fig.suptitle(title)
     return fig
 
@@ -276,7 +277,8 @@ def sts_bar_chart(results:pd.DataFrame, # see `sentcl.analysis.results_table`
         fig, axes = new_figure(1, 1, panel_size=(min(9.0, max(4.0, 1.0 + 0.22 * wide.size)), 3.0)); ax = axes[0, 0]
         sns.barplot(long, x=task_col, y=value_col, hue=model_col, palette=palette(len(wide)), ax=ax, errorbar=None)
         ax.set(xlabel="", ylabel=ylabel, title=title)
-        ax.legend(title=None, ncols=min(len(wide), 4), loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False)
+        handles, labels = ax.get_legend_handles_labels(); ax.get_legend().remove()
+        fig.legend(handles, labels, loc="outside right upper", frameon=False)  # long arm names fit beside the bars
     return _finish(fig, wide, path)
 
 # %% ../nbs/10_plots.ipynb #d289468d

@@ -18,7 +18,9 @@ __all__ = ['measured_chart', 'contrast_chart']
 def measured_chart(rows:pd.DataFrame, # measured rows: label (or arm), column, mean, std, paper
                    columns=None, # the columns to draw, one panel each (default: every column with a measurement)
                    show_paper:bool=True, # mark the paper's numbers (meaningful when model and data are the paper's)
-                   title:str|None=None) -> FigureResult:
+                   title:str|None=None,
+                   ncols:int|None=None, # panels per row (default: as many as fit in about 16 inches)
+                  ) -> FigureResult:
     "Per column, a point per arm (mean ± std over seeds) and the paper's number as a diamond; data = the rows drawn."
     check_columns(rows, ["column", "mean", "std", "paper"], "measured_chart rows")
     rows = rows.assign(label=rows["label"] if "label" in rows else rows["arm"])
@@ -28,7 +30,9 @@ def measured_chart(rows:pd.DataFrame, # measured rows: label (or arm), column, m
     labels = list(dict.fromkeys(rows["label"]))
     colours = dict(zip(labels, palette(len(labels))))
     with plot_style():
-        fig, axes = new_figure(1, len(columns), panel_size=(max(2.6, 0.45 * len(labels) + 1.2), 3.0))
+        width = max(2.6, 0.45 * len(labels) + 1.2)
+        ncols = min(len(columns), ncols or max(1, int(16 // width)))
+        fig, axes = new_figure(-(-len(columns) // ncols), ncols, panel_size=(width, 3.0))
         for ax, col in zip(axes.flat, columns):
             sub = rows[rows["column"] == col].set_index("label").reindex(labels)
             x = np.arange(len(labels))
@@ -42,6 +46,7 @@ def measured_chart(rows:pd.DataFrame, # measured rows: label (or arm), column, m
             hi = np.nanmax(np.r_[sub["mean"] + sub["std"].fillna(0), sub["paper"] if show_paper else []])
             ax.set_ylim(lo - 0.15 * (hi - lo + 1), hi + 0.15 * (hi - lo + 1))
             ax.set_xticks(x, labels, rotation=35, ha="right"); ax.set_title(col)
+        for ax in axes.flat[len(columns):]: ax.set_axis_off()
         if title: fig.suptitle(title)
     return FigureResult(fig, rows[rows["column"].isin(columns)])
 

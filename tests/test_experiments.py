@@ -140,5 +140,5 @@ def test_a_failing_notebook_leaves_the_batch_running(tmp_path):
     assert state["pairsupcon-table5"]["status"] == "done"
     assert (out/"pairsupcon-table4"/"pairsupcon-table4.ipynb").exists()  # the executed notebook is kept
     report = write_report(out, tmp_path/"report").read_text()
-    line = next(l for l in report.splitlines() if l.startswith("| pairsupcon-table4 |"))
+    line = next(l for l in report.splitlines() if l.startswith("| [pairsupcon-table4]"))
     assert "failed" in line
