@@ -622,6 +622,18 @@ def model_folder(self:ExperimentSession, arm:str, seed:int|None=None) -> str:
     if run is None: raise SentclError(f"{self.exp.name}: no run of arm {arm!r} with seed {seed} in this plan")
     return run.model if run.method is None else str(Path(run.train_folder)/"model")
 
+# %% ../nbs/13_experiments.ipynb #75a473a5
+@patch
+def encoder(self:ExperimentSession, arm:str, seed:int|None=None):
+    "The encoder of one run as its evaluation reads it: its model, the arm's pooling and template, the protocol's clean-up."
+    from sentcl.eval import protocol_encoder
+    from sentcl.evalcore import as_encoder
+    run = next((r for r in self.runs if r.arm == arm and (seed is None or r.seed == seed)), None)
+    if run is None: raise SentclError(f"{self.exp.name}: no run of arm {arm!r} with seed {seed} in this plan")
+    o = run.eval_options
+    return protocol_encoder(as_encoder(self.model_folder(arm, seed), pooling=o.get("pooling"), template=o.get("template")),
+                            run.protocol, o.get("max_length"))
+
 # %% ../nbs/13_experiments.ipynb #f10121f4
 @patch
 def results(self:ExperimentSession) -> dict:
