@@ -435,9 +435,10 @@ def _seed_values(records:list, arm:str, column:str, aggregation, stand_ins=None)
     return out
 
 def _stats(values) -> dict:
+    "Mean, std and count, to 4 decimals: cosine-scale columns (similarity peaks) move in the third."
     v = [float(x) for x in values]
-    return {"mean": round(float(np.mean(v)), 2) if v else None,
-            "std": round(float(np.std(v, ddof=1)), 2) if len(v) > 1 else None, "n": len(v)}
+    return {"mean": round(float(np.mean(v)), 4) if v else None,
+            "std": round(float(np.std(v, ddof=1)), 4) if len(v) > 1 else None, "n": len(v)}
 
 # %% ../nbs/13_experiments.ipynb #fe347fa5
 def measured_rows(exp:Experiment, records:list, stand_ins:dict|None=None) -> list[dict]:
@@ -459,15 +460,17 @@ def measured_rows(exp:Experiment, records:list, stand_ins:dict|None=None) -> lis
 # %% ../nbs/13_experiments.ipynb #f55f5883
 def _paired(better:dict, worse:dict) -> list:
     "Per-seed differences; an untrained arm (its one value under seed None) pairs with every seed of the other."
-    if None in worse and len(worse) == 1: return [round(v - worse[None], 2) for v in better.values()]
-    if None in better and len(better) == 1: return [round(better[None] - v, 2) for v in worse.values()]
-    return [round(better[s] - worse[s], 2) for s in better if s in worse]
+    if None in worse and len(worse) == 1: return [round(v - worse[None], 4) for v in better.values()]
+    if None in better and len(better) == 1: return [round(better[None] - v, 4) for v in worse.values()]
+    return [round(better[s] - worse[s], 4) for s in better if s in worse]
 
-def contrast_status(diffs:list, paper_diff:float|None) -> str:
+def contrast_status(diffs:list, paper_diff:float|None,
+                    min_runs:int=3, # paired differences needed (1 when both arms are untrained: nothing to vary)
+                   ) -> str:
     "'supported', 'not supported' or 'not measured' for per-seed paired differences against the paper's sign."
     if not diffs: return "not measured"
     sign = 1.0 if paper_diff is None or paper_diff >= 0 else -1.0
-    if len(diffs) >= 3 and all(d * sign > 0 for d in diffs): return "supported"
+    if len(diffs) >= min_runs and all(d * sign > 0 for d in diffs): return "supported"
     return "not supported"
 
 def contrast_rows(exp:Experiment, records:list, stand_ins:dict|None=None) -> list[dict]:
@@ -477,6 +480,7 @@ def contrast_rows(exp:Experiment, records:list, stand_ins:dict|None=None) -> lis
         table = c.table or exp.tables[0]
         paper, aggregation = _paper_values(exp, table)
         rb, rw = exp.arm(c.better).row, exp.arm(c.worse).row
+        untrained = exp.arm(c.better).method is None and exp.arm(c.worse).method is None  # deterministic evaluations
         for col in c.columns:
             pb, pw = paper.get(rb, {}).get(col), paper.get(rw, {}).get(col)
             paper_diff = None if pb is None or pw is None else round(pb - pw, 2)
@@ -485,7 +489,7 @@ def contrast_rows(exp:Experiment, records:list, stand_ins:dict|None=None) -> lis
             diffs = _paired(b, w)
             rows.append({"better": c.better, "worse": c.worse, "column": col, "claim": c.claim, "table": table,
                          "paper_diff": paper_diff, "diffs": diffs, **_stats(diffs),
-                         "status": contrast_status(diffs, paper_diff)})
+                         "status": contrast_status(diffs, paper_diff, 1 if untrained else 3)})
     return rows
 
 # %% ../nbs/13_experiments.ipynb #a96e9872
