@@ -57,6 +57,7 @@ for label, stem in enumerate(TOPICS):
     pick = np.sort(rng.choice(len(ss), size=40, replace=False))
     clus += [f"{ss[i]}\t{label}" for i in pick]
 write("clustering/wikitext_topics/all.tsv", clus)
+write("transfer/topics/all.tsv", clus)  # the same sentences as a classification set (inner k-fold, like MR)
 
 # Wiki sentences: 300 from the other WikiText-2 articles.
 pool = []
