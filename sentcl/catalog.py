@@ -191,9 +191,9 @@ LIAO_SWEEPS = (
 )
 
 # %% ../nbs/13a_catalog.ipynb #269cbbf2
-def _sncse(name, row, model=None, role="soft", presets=ALL_PRESETS, **over) -> Arm:
+def _sncse(name, row, model=None, role="soft", presets=ALL_PRESETS, label=None, **over) -> Arm:
     o = {"negation_role": role, **({"model": model} if model else {}), **over}
-    return Arm(name, "sncse", o, row=row, presets=presets)
+    return Arm(name, "sncse", o, row=row, presets=presets, label=label)
 
 def _prompted(model:str="bert-base-uncased") -> Arm:
     "The untrained encoder read through SNCSE's evaluation prompt (template A, [MASK] pooling)."
@@ -269,7 +269,7 @@ SNCSE_FIGURES = (
                cost={"cpu": "about 25 min"}),
     Experiment("sncse-table4", "sncse", ("table4_rank_errors",), "SNCSE Table 4: rank errors",
                "the STS14 and SICK-R pairs whose predicted rank is furthest from the gold rank, with their causes",
-               (_prompted(), _sncse("sncse", None)),
+               (_prompted(), _sncse("sncse", None, label="SNCSE (trained here)")),
                {"paper": "sts14,sickr", "cpu": "sts14,sickr", "cpu-smoke": "stsb"}, protocol="sncse",
                cost={"cpu": "about 10 min"}),
 )

@@ -47,7 +47,7 @@ class ExperimentPreset:
     data_dir:str|None = None # data folder in sentcl's layout; None: the dataset hub
     needs_data_dir:bool = False # refuse to plan without a data folder
     max_steps:int|None = None # training steps per run; None: the config's epochs
-    batch_size:int|None = None # per run; None: the method config's under `train_preset`
+    batch_size:int|None = None # at most this per run (DeCLUTR counts documents); None: the method config's under `train_preset`
     seeds:tuple|None = None # one run per seed; None: each method's own seed, one run
     precision:str = "fp32" # training precision
     eval_precision:str = "fp32" # evaluation precision
@@ -188,12 +188,14 @@ def _merge(base:dict, over:dict) -> dict:
     return out
 
 def arm_overrides(arm:Arm, preset:ExperimentPreset, model:str|None, batch_size:int|None) -> dict:
-    "The method-config overrides of one arm under `preset`: training preset < arm < model and batch size."
+    "The method-config overrides of one arm under `preset`: training preset < arm < model and batch size (or cap)."
     own = dict(arm.overrides)
     if preset.name != "paper": own.pop("model", None)  # small presets train their own model on every arm
     over = _merge(PRESETS[preset.train_preset].overrides(arm.method), own)
     if model is not None: over["model"] = model
     if batch_size is not None: over["batch_size"] = batch_size
+    elif preset.batch_size is not None:  # the preset's is a cap: DeCLUTR's cpu-smoke batch is 2 documents, not 8
+        over["batch_size"] = min(preset.batch_size, over.get("batch_size", get_method(arm.method).Config().batch_size))
     return over
 
 # %% ../nbs/13_experiments.ipynb #602d0892
@@ -250,7 +252,6 @@ def plan_runs(exp:Experiment, # the experiment
     unknown = set(arms or ()) - {a.name for a in exp.arms}
     if unknown: raise SentclError(f"{exp.name}: unknown arm(s) {sorted(unknown)}; arms: {[a.name for a in exp.arms]}")
     steps, precision = default(steps, p.max_steps), default(precision, p.precision)
-    batch_size = default(batch_size, p.batch_size)
     runs = []
     for arm in chosen:
         if arm.method is None:
@@ -596,13 +597,13 @@ def measured(self:ExperimentSession, table:str|None=None) -> pd.DataFrame:
 
 # %% ../nbs/13_experiments.ipynb #d4373d45
 @patch
-def add_figure(self:ExperimentSession, name:str, result) -> list[Path]:
-    "Save a figure (a `sentcl.plots.FigureResult` or a matplotlib Figure) as PNG and SVG in the experiment folder."
+def add_figure(self:ExperimentSession, name:str, result):
+    "Save a figure (a `sentcl.plots.FigureResult` or a matplotlib Figure) as PNG and SVG; returns it, so a notebook shows it."
     from sentcl.plots import save_figure
     fig = getattr(result, "figure", result)
     paths = save_figure(fig, self.out/"figures"/name)
     self.figures += [str(p.relative_to(self.out)) for p in paths if str(p.relative_to(self.out)) not in self.figures]
-    return paths
+    return result
 
 @patch
 def record_values(self:ExperimentSession, arm:str, seed:int|None, values:dict):
