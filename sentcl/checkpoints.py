@@ -5,17 +5,24 @@
 # %% ../nbs/08b_checkpoints.ipynb #35763e8c
 from __future__ import annotations
 
+import hashlib
+import json
+import os
+import pickle
 import random
+import sys
+import tempfile
+import zipfile
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from .core import atomic_write
+from .core import SentclError, write_json
 
 # %% auto #0
-__all__ = ['CHECKPOINT', 'seed_everything', 'rng_state', 'set_rng_state', 'save_checkpoint', 'load_checkpoint',
-           'config_differences']
+__all__ = ['CHECKPOINT', 'PREVIOUS', 'CHECKSUMS', 'seed_everything', 'rng_state', 'set_rng_state', 'save_checkpoint',
+           'load_checkpoint', 'config_differences']
 
 # %% ../nbs/08b_checkpoints.ipynb #f6bc55e0
 def seed_everything(seed:int):
@@ -23,27 +30,120 @@ def seed_everything(seed:int):
     random.seed(seed); np.random.seed(seed); torch.manual_seed(seed)
 
 def rng_state() -> dict:
-    "The state of every generator a training step draws from."
-    s = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
+    "The state of every generator a training step draws from, as tensors and plain numbers."
+    version, internal, gauss = random.getstate()
+    npy = np.random.get_state(legacy=False)  # MT19937: a key of 624 uint32 words and a position
+    s = {"python": {"version": version, "internal": torch.tensor(internal, dtype=torch.int64), "gauss": gauss},
+         "numpy": {"key": torch.from_numpy(npy["state"]["key"].astype(np.int64)), "pos": int(npy["state"]["pos"]),
+                   "has_gauss": int(npy["has_gauss"]), "gauss": float(npy["gauss"])},
+         "torch": torch.get_rng_state()}
     if torch.cuda.is_available(): s["cuda"] = torch.cuda.get_rng_state_all()
     return s
 
 def set_rng_state(s:dict):
     "Restore the generators saved by `rng_state`."
-    random.setstate(s["python"]); np.random.set_state(s["numpy"]); torch.set_rng_state(s["torch"])
+    py, npy = s["python"], s["numpy"]
+    random.setstate((py["version"], tuple(py["internal"].tolist()), py["gauss"]))
+    np.random.set_state({"bit_generator": "MT19937", "has_gauss": npy["has_gauss"], "gauss": npy["gauss"],
+                         "state": {"key": npy["key"].numpy().astype(np.uint32), "pos": npy["pos"]}})
+    torch.set_rng_state(s["torch"])
     if "cuda" in s and torch.cuda.is_available(): torch.cuda.set_rng_state_all(s["cuda"])
 
 # %% ../nbs/08b_checkpoints.ipynb #6c59cce5
-CHECKPOINT = "checkpoint.pt"
+CHECKPOINT, PREVIOUS, CHECKSUMS = "checkpoint.pt", "checkpoint.prev.pt", "checkpoints.json"
 
-def save_checkpoint(out_dir, state:dict):
-    "Write `state` to `out_dir/checkpoint.pt` atomically."
-    with atomic_write(Path(out_dir)/CHECKPOINT, "wb") as f: torch.save(state, f)
+def _read_checksums(out:Path) -> dict|None:
+    "checkpoints.json: {file name or 'pending': {'sha256', 'bytes', 'step'}}, or None when absent or unreadable."
+    try: sums = json.loads((out/CHECKSUMS).read_text())
+    except (OSError, ValueError): return None
+    return sums if isinstance(sums, dict) and all(isinstance(v, dict) for v in sums.values()) else None
+
+class _HashingWriter:
+    "A binary file that hashes and counts the bytes written to it."
+    def __init__(self, f): self.f, self.sha, self.bytes = f, hashlib.sha256(), 0
+    def write(self, b):
+        self.sha.update(b); self.bytes += len(b)
+        return self.f.write(b)
+    def flush(self): self.f.flush()
+
+# %% ../nbs/08b_checkpoints.ipynb #be957669
+def _sha256(path:Path) -> str:
+    sha = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 24), b""): sha.update(block)
+    return sha.hexdigest()
+
+def _listed_entry(path:Path, sums:dict) -> dict|None:
+    "The entry of `sums` whose sha256 is that of the file at `path` (None: no file, or not listed)."
+    if not path.is_file(): return None
+    sha = _sha256(path)
+    return next((v for v in sums.values() if v.get("sha256") == sha), None)
+
+def _write_verified(out:Path, state:dict) -> tuple[Path, dict]:
+    "Write `state` to a temporary file in `out`; (its path, its entry: sha256, bytes, step) once it is on disk whole."
+    fd, tmp = tempfile.mkstemp(dir=out, prefix=f".{CHECKPOINT}.", suffix=".tmp")
+    umask = os.umask(0); os.umask(umask); os.chmod(tmp, 0o666 & ~umask)  # readable like any file the user writes
+    try:
+        with os.fdopen(fd, "wb") as f:
+            w = _HashingWriter(f); torch.save(state, w); f.flush(); os.fsync(f.fileno())
+        if os.path.getsize(tmp) != w.bytes: raise OSError(f"{tmp} holds {os.path.getsize(tmp)} of {w.bytes} bytes")
+        zipfile.ZipFile(tmp).close()  # the archive's directory is there: torch.save finished
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True); raise
+    return Path(tmp), {"sha256": w.sha.hexdigest(), "bytes": w.bytes, "step": state.get("step")}
+
+def save_checkpoint(out_dir, state:dict) -> Path:
+    "Write `state` as `out_dir/checkpoint.pt`, verified, keeping the one before as `checkpoint.prev.pt`."
+    out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
+    latest, prev, sums, tmp = out/CHECKPOINT, out/PREVIOUS, _read_checksums(out) or {}, None
+    try:
+        tmp, entry = _write_verified(out, state)
+        write_json(out/CHECKSUMS, {**sums, "pending": entry})
+        old = sums.get(CHECKPOINT)
+        if latest.exists() and old and latest.stat().st_size == old.get("bytes"): os.replace(latest, prev)
+        else: old = _listed_entry(prev, sums)  # no checkpoint.pt yet, or a damaged one: the previous one stays
+        os.replace(tmp, latest); tmp = None
+        write_json(out/CHECKSUMS, {CHECKPOINT: entry, **({PREVIOUS: old} if old and prev.exists() else {})})
+    except (OSError, RuntimeError) as e:
+        if tmp: tmp.unlink(missing_ok=True)
+        raise SentclError(f"could not write a checkpoint in {out} ({type(e).__name__}: {str(e).strip()[:160]}); "
+                          "the last complete one is kept — free disk space or fix the folder, then continue with "
+                          "--resume") from e
+    return latest
+
+# %% ../nbs/08b_checkpoints.ipynb #4ae53994
+def _damage(path:Path, sums:dict|None) -> str|None:
+    "Why the checkpoint at `path` cannot be used (None: its checksum is listed in `sums`, or there is no list)."
+    if sums is None or _listed_entry(path, sums): return None
+    return f"its sha256 is not in {CHECKSUMS}: truncated or changed after it was written"
+
+def _load_safely(path:Path) -> tuple[dict|None, str|None]:
+    "(the checkpoint, None), or (None, why it cannot be loaded); never unpickles Python objects."
+    if not zipfile.is_zipfile(path):
+        return None, "it is not a whole checkpoint archive: truncated, or another kind of file"
+    try: return torch.load(path, map_location="cpu", weights_only=True), None
+    except pickle.UnpicklingError:
+        return None, ("it holds pickled Python objects, which sentcl does not load (they could run code): written "
+                      "by an older sentcl or not by sentcl")
+    except Exception as e: return None, f"it cannot be read ({type(e).__name__}: {str(e).strip()[:120]})"
 
 def load_checkpoint(out_dir) -> dict | None:
-    "The latest checkpoint in `out_dir`, or None."
-    p = Path(out_dir)/CHECKPOINT
-    return torch.load(p, map_location="cpu", weights_only=False) if p.exists() else None
+    "The newest good checkpoint in `out_dir` (`checkpoint.pt`, else `checkpoint.prev.pt`), or None when there is none."
+    out = Path(out_dir); sums = _read_checksums(out)
+    found = [p for p in (out/CHECKPOINT, out/PREVIOUS) if p.is_file()]
+    problems = []
+    for p in found:
+        why = _damage(p, sums)
+        state, why = (None, why) if why else _load_safely(p)
+        if state is not None and not isinstance(state, dict): state, why = None, "it is not a sentcl checkpoint"
+        if state is not None:
+            if problems: print(f"sentcl: warning: {problems[0][0]} is damaged ({problems[0][1]}); resuming from "
+                               f"{p} (step {state.get('step')})", file=sys.stderr)
+            return state
+        problems.append((p, why))
+    if not problems: return None
+    raise SentclError(f"{problems[0][0]} is damaged ({problems[0][1]}) and {out} holds no earlier good checkpoint; "
+                      "start the run again without --resume (a new --out, or delete the folder)")
 
 def config_differences(saved:dict, current:dict, ignore=()) -> list[str]:
     "Keys whose values differ between two flat config dicts (ignoring `ignore`)."

@@ -7,28 +7,57 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
 
 from .core import SentclError, atomic_write, write_json
-from .encoders import SentenceEncoder
+from .encoders import POOLINGS, SentenceEncoder
 
 # %% auto #0
-__all__ = ['CONFIG_FLAGS', 'DEMO_TASKS', 'EXPERIMENT_PRESET_NAMES', 'EXPERIMENT_PARAMETERS', 'add_encode_arguments', 'run_encode',
-           'parse_sets', 'add_train_arguments', 'train_request', 'run_train', 'add_eval_arguments', 'run_eval',
-           'loss_curve', 'run_demo', 'parse_parameters', 'add_experiments_arguments', 'run_experiments', 'build_parser',
-           'main']
+__all__ = ['CONFIG_FLAGS', 'DEMO_TASKS', 'EXPERIMENT_PRESET_NAMES', 'EXPERIMENT_PARAMETERS', 'OneLineParser', 'at_least',
+           'check_output_file', 'add_encode_arguments', 'run_encode', 'parse_sets', 'add_train_arguments',
+           'train_request', 'run_train', 'add_eval_arguments', 'run_eval', 'loss_curve', 'run_demo', 'parse_parameters',
+           'add_experiments_arguments', 'run_experiments', 'build_parser', 'main']
+
+# %% ../nbs/11_cli.ipynb #5beefe6b
+class OneLineParser(argparse.ArgumentParser):
+    "argparse with its errors on one line: `sentcl train: error: ... (see sentcl train --help)`, exit status 2."
+    def error(self, message): self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+def at_least(n:int): # the smallest value allowed
+    "An argparse type: an integer ≥ `n`."
+    def integer(text:str) -> int:
+        try: v = int(text)
+        except ValueError: raise argparse.ArgumentTypeError(f"expected an integer ≥ {n}, got {text!r}") from None
+        if v < n: raise argparse.ArgumentTypeError(f"expected an integer ≥ {n}, got {v}")
+        return v
+    return integer
+
+def check_output_file(path, # where a command will write its result
+                      flag:str="--out", # the option that named it, for the message
+                     ) -> Path:
+    "Before any work: `path` can be written as a file (it is not a folder, and its folder can be created and written)."
+    path = Path(path)
+    if path.is_dir(): raise SentclError(f"{flag} {path} is a folder; give a file name")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path.parent): pass
+    except OSError as e:
+        raise SentclError(f"{flag} {path}: cannot write in {path.parent} ({e.strerror}); choose another place") from None
+    return path
 
 # %% ../nbs/11_cli.ipynb #b826b921
 def add_encode_arguments(p:argparse.ArgumentParser):
     p.add_argument("--model", default="default", help="'default', 'tiny', a local folder or a hub id")
     p.add_argument("--in", dest="inp", required=True, help="UTF-8 text file, one sentence per line")
     p.add_argument("--out", required=True, help="output .npy file (float32, one row per input line)")
-    p.add_argument("--batch-size", type=int, default=64)
-    p.add_argument("--max-length", type=int, default=None, help="truncate longer texts to this many tokens")
-    p.add_argument("--pooling", default=None, help="override the model's pooling (mean, cls, cls_before_pooler, mask)")
+    p.add_argument("--batch-size", type=at_least(1), default=64)
+    p.add_argument("--max-length", type=at_least(1), default=None, help="truncate longer texts to this many tokens")
+    p.add_argument("--pooling", default=None, help=f"override the model's pooling ({', '.join(POOLINGS)})")
     p.add_argument("--normalize", action=argparse.BooleanOptionalAction, default=None,
                    help="L2-normalise the embeddings (--no-normalize: raw vectors); default: the model's own setting")
 
@@ -38,7 +67,11 @@ def run_encode(args) -> int:
     if not src.is_file(): raise SentclError(f"--in {src}: no such file; give a text file with one sentence per line")
     try: lines = src.read_text(encoding="utf-8").splitlines()
     except UnicodeDecodeError as e: raise SentclError(f"--in {src}: not UTF-8 text ({e.reason} at byte {e.start}); re-encode it as UTF-8") from None
+    if not lines: raise SentclError(f"--in {src}: the file is empty; give a text file with one sentence per line")
+    if any("\x00" in l for l in lines):
+        raise SentclError(f"--in {src}: holds NUL bytes, so it is not a text file; give one sentence per line")
     if not str(args.out).endswith(".npy"): raise SentclError(f"--out {args.out}: the output is a NumPy array; give a path ending in .npy")
+    check_output_file(args.out)
     enc = SentenceEncoder(args.model, pooling=args.pooling, max_length=args.max_length)
     emb = enc.encode(lines, batch_size=args.batch_size, normalize=args.normalize)
     with atomic_write(args.out, "wb") as f: np.save(f, emb)
@@ -116,20 +149,21 @@ def add_eval_arguments(p:argparse.ArgumentParser, # the parser (or subparser) to
     p.add_argument("--data-dir", default=None,
                    help="a data folder in the sentcl layout (default: $SENTCL_DATA, else the dataset hub)")
     p.add_argument("--out", default=None, help="write the results JSON here")
-    p.add_argument("--batch-size", type=int, default=64, help="encoding batch size")
+    p.add_argument("--batch-size", type=at_least(1), default=64, help="encoding batch size")
     p.add_argument("--protocol", default="senteval", choices=("senteval", "pairsupcon", "sncse"),
                    help="the paper script to follow: senteval (SimCSE, DeCLUTR, Liao: no truncation), pairsupcon "
                    "(64 tokens), sncse (' .' appended, no truncation); see sentcl.eval.PROTOCOLS")
-    p.add_argument("--max-length", type=int, default=None,
+    p.add_argument("--max-length", type=at_least(1), default=None,
                    help="token limit for STS and transfer, over the protocol's (clustering uses 64, as PairSupCon)")
-    p.add_argument("--pooling", default=None, choices=("mean", "cls", "cls_before_pooler", "mask"),
+    p.add_argument("--pooling", default=None, choices=POOLINGS,
                    help="pooling to score the model with (default: the folder's own); released SimCSE: "
-                   "cls_before_pooler (unsup) or cls (sup); released SNCSE: mask with --template")
+                   "cls_before_pooler (unsup) or cls (sup); released SNCSE: mask with --template; Liao: "
+                   "mean_no_cls_padded (released) or mean_no_cls (paper)")
     p.add_argument("--template", default=None,
                    help="prompt with {sentence} and one [MASK] for --pooling mask, e.g. SNCSE's "
                    "'This sentence : \"{sentence}\" means [MASK] .'")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the embedding cache")
-    p.add_argument("--kfold", type=int, default=10,
+    p.add_argument("--kfold", type=at_least(2), default=10,
                    help="folds for the transfer protocols (SentEval: 10 in its test mode, 5 for prototyping)")
     p.add_argument("--pair-features", choices=("senteval", "full"), default="senteval",
                    help="MRPC pair features: [|u-v|; u*v] (SentEval) or [u; v; |u-v|; u*v]")
@@ -140,6 +174,7 @@ def run_eval(args:argparse.Namespace, # parsed `sentcl eval` options
             ) -> int:
     "Run `sentcl eval`: print the table, write the JSON (after every task) with --out; 0, or 2 with one error line."
     from sentcl.eval import evaluate, format_table  # here, not at the top: building the parser loads no evaluation code
+    if args.out: check_output_file(args.out)  # before any evaluation
     save = (lambda doc: write_json(args.out, doc)) if args.out else None
     try:
         res = evaluate(args.model, args.tasks, data_dir=args.data_dir, batch_size=args.batch_size,
@@ -179,8 +214,9 @@ def loss_curve(metrics_path, path=None):
 
 def run_demo(args) -> int:
     "Train PairSupCon briefly from `default` on the bundled samples and print a before/after table."
-    from sentcl.train import RunOptions, train
+    from sentcl.train import RunOptions, check_run_folder, train
     out = Path(args.out)
+    check_run_folder(out, resume=False)  # before the first evaluation
     before = _demo_scores(args.model)
     options = RunOptions(preset="cpu-smoke", out=str(out), max_steps=args.steps, progress=not args.no_progress)
     summary = train("pairsupcon", {"model": args.model}, options)
@@ -188,7 +224,7 @@ def run_demo(args) -> int:
     fig = loss_curve(out/"metrics.jsonl", out/"loss_curve.png")
     rows = [f"{'':28s}{'before':>9s}{'after':>9s}"] + [f"{k:28s}{before[k]:9.2f}{after[k]:9.2f}" for k in before]
     table = "\n".join(rows)
-    (out/"before_after.txt").write_text(table + "\n")
+    with atomic_write(out/"before_after.txt") as f: f.write(table + "\n")
     print(f"\nPairSupCon, cpu-smoke preset, {summary['step']} steps from {args.model!r} on the bundled SNLI sample ({summary['seconds']} s)\n")
     print(table)
     print(f"\nmodel: {out/'model'}\nmetrics: {out/'metrics.jsonl'}\nloss curve: {out/'loss_curve.png'}")
@@ -257,7 +293,7 @@ def run_experiments(args) -> int:
 # %% ../nbs/11_cli.ipynb #7a63dc31
 def build_parser() -> argparse.ArgumentParser:
     "The `sentcl` argument parser with every subcommand."
-    parser = argparse.ArgumentParser(prog="sentcl", description="Contrastive sentence embeddings, reproduced.")
+    parser = OneLineParser(prog="sentcl", description="Contrastive sentence embeddings, reproduced.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     p = sub.add_parser("encode", help="embed a file of sentences into a .npy array")
     add_encode_arguments(p); p.set_defaults(run=run_encode)
@@ -267,16 +303,20 @@ def build_parser() -> argparse.ArgumentParser:
     add_eval_arguments(p); p.set_defaults(run=run_eval)
     p = sub.add_parser("demo", help="the main job: a short PairSupCon run from 'default', evaluated before and after")
     p.add_argument("--model", default="default"); p.add_argument("--out", default="runs/demo")
-    p.add_argument("--steps", type=int, default=40); p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--steps", type=at_least(1), default=40); p.add_argument("--no-progress", action="store_true")
     p.set_defaults(run=run_demo)
     p = sub.add_parser("experiments", help="paper tables and figures as papermill notebooks: list, run, report")
     add_experiments_arguments(p); p.set_defaults(run=run_experiments)
     return parser
 
 def main(argv:list[str]=None) -> int:
-    "Run `sentcl` with `argv`; user errors (SentclError, ValueError) print one line and exit with status 2."
+    "Run `sentcl` with `argv`; user errors (SentclError, ValueError, OSError) print one line and exit with status 2."
     args = build_parser().parse_args(argv)
     try: return args.run(args)
-    except (SentclError, ValueError) as e:
-        print(f"sentcl {args.command}: error: {e}", file=sys.stderr)
+    except (SentclError, ValueError, OSError) as e:
+        if os.environ.get("SENTCL_TRACEBACK"): raise
+        print(f"sentcl {args.command}: error: {' '.join(str(e).split())}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(f"sentcl {args.command}: interrupted", file=sys.stderr)
+        return 130

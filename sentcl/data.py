@@ -25,10 +25,13 @@ from .core import SentclError, atomic_write, cache_dir, exists
 # %% auto #0
 __all__ = ['log', 'LABELS', 'SAMPLES_DIR', 'STS_TASKS', 'CLUSTERING_SETS', 'TRANSFER_SETS', 'MORE_TRANSFER_SETS',
            'PAIR_TRANSFER_SETS', 'PROBING_TASKS', 'UNVERIFIED', 'HUB', 'SENTEVAL_TAR', 'SENTEVAL_SICK',
-           'SENTEVAL_PROBING_URL', 'DEFAULT_CORPUS', 'CORPUS_KINDS', 'data_root', 'read_tsv', 'HubSource', 'hub_frame',
-           'senteval_member', 'senteval_tar', 'senteval_sick', 'normalize_label', 'load_nli', 'nli_triplets',
+           'TRIPLET_COLUMNS', 'SENTEVAL_PROBING_URL', 'DECLUTR_MIN_TOKENS', 'DEFAULT_CORPUS', 'CORPUS_KINDS',
+           'CORPUS_ALIASES', 'data_root', 'read_tsv', 'HubSource', 'hub_frame', 'senteval_member', 'senteval_tar',
+           'senteval_sick', 'normalize_label', 'load_nli', 'nli_triplets', 'is_triplets', 'triplet_pairs',
            'load_nli_triplets', 'load_sts', 'load_clustering', 'load_transfer', 'load_probing', 'read_lines',
-           'load_sentences', 'split_wikitext_articles', 'read_document', 'load_documents', 'load_corpus']
+           'load_sentences', 'split_wikitext_articles', 'TextList', 'sanitize_document', 'declutr_documents',
+           'hub_texts', 'load_openwebtext', 'read_document', 'load_documents', 'corpus_terms', 'load_corpus',
+           'sample_fraction']
 
 # %% ../nbs/02_data.ipynb #ea4cd49e
 log = logging.getLogger(__name__)
@@ -149,11 +152,13 @@ class HubSource:
 # %% ../nbs/02_data.ipynb #03e59b47
 _TVT = (("train", "train"), ("dev", "validation"), ("test", "test"))
 _STS_COLS = (("sentence1", "sentence1"), ("sentence2", "sentence2"), ("score", "score"))
+_SIMCSE_FILES = "e145e8bb659b2aa2669f32ef79cb4cdef6c58fef"  # princeton-nlp/datasets-for-simcse, as SENTEVAL_TAR
 HUB = {
     ("nli", "snli"): HubSource("stanfordnlp/snli", "cdb5c3d5eed6ead6e5a341c8e56e669bb666725b", splits=_TVT),
     ("nli", "multi_nli"): HubSource("nyu-mll/multi_nli", "da70db2af9d09693783c3320c4249840212ee221", splits=(("train", "train"), ("dev", "validation_matched"),
         ("dev_matched", "validation_matched"), ("dev_mismatched", "validation_mismatched"))),
-    ("triplets", "simcse"): HubSource("princeton-nlp/datasets-for-simcse", data_files="nli_for_simcse.csv",
+    ("triplets", "simcse"): HubSource("princeton-nlp/datasets-for-simcse", _SIMCSE_FILES,
+        data_files="nli_for_simcse.csv",
         splits=(("train", "train"),), columns=(("sentence", "sent0"), ("positive", "sent1"), ("hard_negative", "hard_neg"))),
     **{("sts", t): HubSource(f"mteb/{t}-sts", rev, splits=(("test", "test"),), columns=_STS_COLS)
        for t, rev in (("sts12", "a0d554a64d88156834ff5ae9920b964011b16384"), ("sts13", "7e90230a92c190f1bf69ae9002b8cea547a64cca"),
@@ -176,9 +181,11 @@ HUB = {
     ("transfer", "mrpc"): HubSource("SetFit/mrpc", "2e2058c90792fb6dc86125943e4d2f96a5155a6b",
         splits=(("train", "train+validation"), ("test", "test")),
         columns=(("sentence1", "text1"), ("sentence2", "text2"), ("label", "label"))),
-    ("sentences", "wiki1m"): HubSource("princeton-nlp/datasets-for-simcse", data_files="wiki1m_for_simcse.txt",
+    ("sentences", "wiki1m"): HubSource("princeton-nlp/datasets-for-simcse", _SIMCSE_FILES,
+        data_files="wiki1m_for_simcse.txt",
         splits=(("train", "train"),)),
     ("documents", "wikitext103"): HubSource("Salesforce/wikitext", config="wikitext-103-raw-v1", splits=(("train", "train"),)),
+    ("documents", "openwebtext"): HubSource("Skylion007/openwebtext", splits=(("train", "train"),)),  # streamed
 }
 
 # %% ../nbs/02_data.ipynb #ba1b719a
@@ -304,6 +311,21 @@ def nli_triplets(pairs: pd.DataFrame) -> pd.DataFrame:
     rows = [(p, e, con[p][i % len(con[p])]) for p in order if p in ent and p in con for i, e in enumerate(ent[p])]
     return pd.DataFrame(rows, columns=["sentence", "positive", "hard_negative"])
 
+# %% ../nbs/02_data.ipynb #31c28359
+TRIPLET_COLUMNS = ("sentence", "positive", "hard_negative")
+
+def is_triplets(df) -> bool:
+    "True for a DataFrame of SimCSE triplets (`sentence, positive, hard_negative`)."
+    return isinstance(df, pd.DataFrame) and set(TRIPLET_COLUMNS) <= set(df.columns)
+
+def triplet_pairs(triplets: pd.DataFrame) -> pd.DataFrame:
+    "NLI pairs from SimCSE triplets as PairSupCon's README makes them: an entailment, then a contradiction pair each"
+    out = pd.DataFrame({"premise": np.repeat(triplets.sentence.to_numpy(), 2),
+                        "hypothesis": np.stack([triplets.positive, triplets.hard_negative], 1).reshape(-1),
+                        "label": ["entailment", "contradiction"] * len(triplets)})
+    out.attrs.update(source=triplets.attrs.get("source"))
+    return out
+
 # %% ../nbs/02_data.ipynb #68dafd36
 def load_nli_triplets(name: str = "snli", # an NLI corpus, or `simcse` (hub file) / a triplet table in the data dir
                       split: str = "train", data_dir=None) -> pd.DataFrame:
@@ -313,6 +335,8 @@ def load_nli_triplets(name: str = "snli", # an NLI corpus, or `simcse` (hub file
     if root is not None and (p := _find_table(root, f"nli/{name}", split)) is not None:
         with _open_text(p) as f: header = f.readline().rstrip("\r\n").split("\t")
         if "hard_negative" in header: return read_tsv(p, ("sentence", "positive", "hard_negative"))[["sentence", "positive", "hard_negative"]]
+    if root is not None and ("triplets", name) in HUB:
+        raise _missing(f"NLI triplets {name}:{split}", root/"nli"/name/f"{split}.tsv[.gz]", _hub_id("triplets", name))
     return nli_triplets(load_nli(name, split, data_dir))
 
 # %% ../nbs/02_data.ipynb #469b009a
@@ -472,23 +496,87 @@ def split_wikitext_articles(lines) -> list[str]:
     if any(c.strip() for c in cur): docs.append("\n".join(c for c in cur if c.strip()))
     return docs
 
+# %% ../nbs/02_data.ipynb #007b4cbc
+DECLUTR_MIN_TOKENS = 2048  # DeCLUTR's corpus filter: more whitespace tokens than this (preprocess_openwebtext.py)
+
+class TextList(list):
+    "A list of texts that keeps, as a DataFrame does, where it came from and what was dropped in `attrs`."
+    def __init__(self, items=(), **attrs):
+        super().__init__(items)
+        self.attrs = dict(attrs)
+
+def sanitize_document(text:str, lowercase:bool=True) -> str:
+    "DeCLUTR's `sanitize_text`: whitespace runs become one space; lower-cased as its OpenWebText script does."
+    s = " ".join(text.split())
+    return s.lower() if lowercase else s
+
+# %% ../nbs/02_data.ipynb #5391e8fa
+def declutr_documents(docs, # iterable of raw documents (a generator is read once)
+                      what:str="documents", # corpus name for the log line
+                      min_tokens:int=DECLUTR_MIN_TOKENS, # keep documents with more whitespace tokens than this
+                      lowercase:bool=True, # lower-case, as the released OpenWebText script
+                      limit:int|None=None, # stop once this many are kept (the script's --max-documents)
+                     ) -> TextList:
+    "DeCLUTR's preprocessing: sanitise every document, keep those longer than `min_tokens`, count the skipped ones."
+    kept, seen = [], 0
+    for doc in docs:
+        if exists(limit) and len(kept) >= limit: break
+        seen += 1
+        s = sanitize_document(doc, lowercase)
+        if len(s.split()) > min_tokens: kept.append(s)
+    log.warning("%s: kept %d of %d documents with more than %d whitespace tokens (DeCLUTR's filter); skipped %d",
+                what, len(kept), seen, min_tokens, seen - len(kept))
+    return TextList(kept, source=what, read=seen, skipped_short=seen - len(kept), min_tokens=min_tokens)
+
+# %% ../nbs/02_data.ipynb #526c3d8a
+def hub_texts(source:HubSource, what:str, column:str="text"):
+    "Stream one column of a hub corpus's train split row by row; a hub that cannot be read is one error line."
+    import datasets
+    try:
+        ds = datasets.load_dataset(source.path, source.config, split=source.hub_split("train"),
+                                   revision=source.revision, data_files=source.data_files, streaming=True)
+        for row in ds: yield row[column]
+    except SentclError: raise
+    except Exception as e:
+        raise _missing(what, f"hub {source.path}@{source.revision} (no data directory given)", source.path,
+                       reason=f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from None
+
+def load_openwebtext(limit:int|None=None, # keep at most this many documents (None: all, 495,243 in the paper)
+                     min_tokens:int=DECLUTR_MIN_TOKENS, lowercase:bool=True) -> TextList:
+    "DeCLUTR's training corpus: OpenWebText from the hub, preprocessed and filtered as `declutr_documents`."
+    texts = hub_texts(HUB["documents", "openwebtext"], "documents (OpenWebText)")
+    return declutr_documents(texts, "openwebtext", min_tokens, lowercase, limit)
+
 # %% ../nbs/02_data.ipynb #7cb3d216
 def read_document(path) -> str:
     "A whole text file (gzip allowed), stripped."
     with _open_text(Path(path)) as f: return f.read().strip()
 
+def _document_files(root:Path, names) -> list[Path]:
+    "The files of `documents/`: all, those whose stem matches a pattern of `names`, or a folder `documents/<name>/`."
+    if names is not None and len(names) == 1 and (root/"documents"/names[0]).is_dir():
+        return _text_files(root/"documents"/names[0], "*")
+    return [p for p in _text_files(root/"documents", "*")
+            if names is None or any(fnmatch.fnmatch(p.name.split(".txt")[0], n) for n in names)]
+
 def load_documents(data_dir=None,
-                   names=None) -> list[str]: # file stems or glob patterns under `documents/` (None: all)
+                   names=None, # stems/globs under `documents/`, or one folder there; hub: a corpus (None: wikitext103)
+                  ) -> list[str]:
     "Long documents (DeCLUTR), one string each; empty documents are skipped and counted."
-    root = data_root(data_dir)
+    root, corpus = data_root(data_dir), names[0] if names is not None and len(names) == 1 else None
     if root is None:
-        src = HUB["documents", "wikitext103"]
-        docs = split_wikitext_articles(hub_frame(src, "train", "documents (WikiText-103)")["text"])
+        corpus = "wikitext103" if names is None else corpus
+        if ("documents", corpus) not in HUB:
+            raise _missing(f"documents {list(names)}", "the hub registry (document corpora: openwebtext, wikitext103)")
+        if corpus == "openwebtext": return load_openwebtext()
+        docs = split_wikitext_articles(hub_frame(HUB["documents", corpus], "train", "documents (WikiText-103)")["text"])
     else:
-        files = [p for p in _text_files(root/"documents", "*")
-                 if names is None or any(fnmatch.fnmatch(p.name.split(".txt")[0], n) for n in names)]
-        if not files: raise _missing(f"documents {list(names) if names else ''}".strip(), root/"documents", HUB["documents", "wikitext103"].path)
+        files = _document_files(root, names)
+        if not files:
+            what = f"documents {list(names) if names else ''}".strip()
+            raise _missing(what, root/"documents", _hub_id("documents", corpus))
         docs = [read_document(p) for p in files]
+        if corpus == "openwebtext": return declutr_documents(docs, "openwebtext")
     empty = sum(not d for d in docs)
     if empty: log.warning("skipped %d empty document(s)", empty)
     return [d for d in docs if d]
@@ -496,6 +584,7 @@ def load_documents(data_dir=None,
 # %% ../nbs/02_data.ipynb #6bfe892c
 DEFAULT_CORPUS = {"nli": "snli", "sentences": "wiki1m", "documents": "documents"} # what each kind of view reads by default
 CORPUS_KINDS = tuple(DEFAULT_CORPUS)
+CORPUS_ALIASES = {"nli_for_simcse": "simcse", "wiki1m_for_simcse": "wiki1m"} # SimCSE's file names
 
 def _hub_corpus(spec: str, kind: str) -> pd.DataFrame:
     "A corpus from an arbitrary hub id `owner/name[@revision][:split]`."
@@ -511,7 +600,27 @@ def _column(df: pd.DataFrame, spec: str) -> list[str]:
         raise SentclError(f"{spec}: no 'text' or 'sentence' column (has {list(df.columns)}); rename the column")
     return [s.strip() for s in df[col].astype(str) if s.strip()]
 
+# %% ../nbs/02_data.ipynb #70a58d71
+def corpus_terms(spec:str) -> list[str]:
+    "A `--train-data` spec cut into corpora at `+`; a `+` term without ':' after a `name:split` term is one more split."
+    terms = []
+    for part in spec.split("+"):
+        if not part.strip():
+            raise SentclError(f"--train-data {spec!r}: empty corpus name around '+'; e.g. snli+multi_nli")
+        if terms and ":" in terms[-1] and ":" not in part: terms[-1] += "+" + part
+        else: terms.append(part)
+    return terms
+
 # %% ../nbs/02_data.ipynb #fc53109e
+def _triplet_csv(p: Path) -> pd.DataFrame:
+    "SimCSE's `nli_for_simcse.csv` (`sent0, sent1, hard_neg`) as triplets."
+    df = pd.read_csv(p, dtype=str, keep_default_na=False)
+    if not {"sent0", "sent1", "hard_neg"} <= set(df.columns):
+        raise SentclError(f"{p}: an NLI .csv must have SimCSE's columns sent0, sent1, hard_neg; has {list(df.columns)}")
+    out = df[["sent0", "sent1", "hard_neg"]].set_axis(list(TRIPLET_COLUMNS), axis=1)
+    out.attrs.update(source=str(p))
+    return out
+
 def _corpus_file(p: Path, kind: str):
     "A corpus read from a local file (or, for documents, a folder of them)."
     if kind == "documents":
@@ -520,24 +629,62 @@ def _corpus_file(p: Path, kind: str):
         return [d for d in map(read_document, files) if d]
     if p.is_dir():
         raise SentclError(f"{p} is a folder; a {kind} corpus must be a .tsv/.txt file (or a name with --data-dir)")
-    if kind == "nli": return _nli_labels(read_tsv(p, ("premise", "hypothesis", "label")))
+    if kind == "nli" and ".csv" in p.suffixes: return _triplet_csv(p)
+    if kind == "nli":
+        table = read_tsv(p)
+        if is_triplets(table): return table[list(TRIPLET_COLUMNS)]
+        return _nli_labels(read_tsv(p, ("premise", "hypothesis", "label")))
     if ".tsv" in p.suffixes: return _column(read_tsv(p), str(p))
     return read_lines(p)
 
-def load_corpus(spec: str|None, # corpus name[:split], file/folder path, hub id owner/name[@rev][:split]; None: DEFAULT_CORPUS
-                kind: str, # "nli" | "sentences" | "documents"
-                data_dir=None):
-    "Resolve a `--train-data` spec: NLI DataFrame, or list of sentences or documents."
-    if kind not in CORPUS_KINDS: raise ValueError(f"kind {kind!r} is not one of {CORPUS_KINDS}")
-    spec = DEFAULT_CORPUS[kind] if spec is None else spec
-    p = Path(spec).expanduser()
-    if p.exists(): return _corpus_file(p, kind)
-    if spec.endswith((".tsv", ".txt", ".gz")) or spec.startswith((".", "~")) or os.sep + os.sep in spec:
-        raise SentclError(f"training data file {spec} does not exist; check the path")
-    name, _, split = spec.partition(":")
+def _named_corpus(term: str, kind: str, data_dir):
+    "One corpus of a spec: `name[:split]` or a hub id."
+    name, _, split = term.partition(":")
+    name = CORPUS_ALIASES.get(name, name)
     if "/" in name:
-        df = _hub_corpus(spec, kind)
-        return _nli_labels(df) if kind == "nli" else _column(df, spec)  # sentences or documents: one per row
-    if kind == "nli": return load_nli(name, split or "train", data_dir)
+        df = _hub_corpus(term, kind)
+        return _nli_labels(df) if kind == "nli" else _column(df, term)  # sentences or documents: one per row
+    if kind == "nli":
+        if ("triplets", name) in HUB: return load_nli_triplets(name, split or "train", data_dir)
+        return load_nli(name, split or "train", data_dir)
+    if split: raise SentclError(f"--train-data {term!r}: {kind} corpora have no splits; drop ':{split}'")
     if kind == "sentences": return load_sentences(name, data_dir)
     return load_documents(data_dir, names=None if name == "documents" else [name])
+
+def _join(parts: list, kind: str):
+    "Several corpora as one: NLI frames concatenated (triplets as pairs), text lists chained."
+    if len(parts) == 1: return parts[0]
+    if kind == "nli": return _concat([triplet_pairs(p) if is_triplets(p) else p for p in parts])
+    return [t for part in parts for t in part]
+
+# %% ../nbs/02_data.ipynb #605af686
+def load_corpus(spec: str|None, # name[:split], names joined by '+', a file/folder, or a hub id; None: DEFAULT_CORPUS
+                kind: str, # "nli" | "sentences" | "documents"
+                data_dir=None):
+    "Resolve a `--train-data` spec: an NLI DataFrame (pairs, or `simcse` triplets), or sentences or documents."
+    if kind not in CORPUS_KINDS: raise ValueError(f"kind {kind!r} is not one of {CORPUS_KINDS}")
+    spec = DEFAULT_CORPUS[kind] if spec is None or spec == "" else spec
+    p = Path(spec).expanduser()
+    if p.exists(): return _corpus_file(p, kind)
+    if spec.endswith((".tsv", ".txt", ".gz", ".csv")) or spec.startswith((".", "~")) or os.sep + os.sep in spec:
+        raise SentclError(f"training data file {spec} does not exist; check the path")
+    return _join([_named_corpus(t, kind, data_dir) for t in corpus_terms(spec)], kind)
+
+# %% ../nbs/02_data.ipynb #69a39dd1
+def sample_fraction(data, # a corpus as `load_corpus` returns it: a DataFrame, or a list of sentences or documents
+                    fraction:float, # share to keep, in (0, 1]
+                    seed:int=0, # seed of the draw
+                   ):
+    "A seeded `fraction` of a corpus in its original order (NLI pairs: whole premise groups); 1.0: `data` itself."
+    if not 0 < fraction <= 1: raise SentclError(f"train_fraction {fraction!r}: give a share in (0, 1]")
+    if fraction == 1: return data
+    rng = np.random.default_rng(seed)
+    if isinstance(data, pd.DataFrame) and "premise" in data:
+        premises = pd.unique(data["premise"])
+        keep = set(rng.choice(premises, size=max(1, math.ceil(fraction * len(premises))), replace=False))
+        out = data[data["premise"].isin(keep)].reset_index(drop=True)
+    else:
+        idx = np.sort(rng.choice(len(data), size=max(1, math.ceil(fraction * len(data))), replace=False))
+        out = data.iloc[idx].reset_index(drop=True) if isinstance(data, pd.DataFrame) else [data[i] for i in idx]
+    if isinstance(out, pd.DataFrame): out.attrs = {**data.attrs, "fraction": fraction}
+    return out

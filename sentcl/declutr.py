@@ -14,13 +14,13 @@ import torch.nn.functional as F
 from fastcore.basics import patch
 from torch import Tensor, nn
 
-from .core import default
+from .core import SentclError, default
 from .encoders import pool
 from .losses import nt_xent
 from .method_base import Method, MethodConfig, batch_generator, bert_init_
 
 # %% auto #0
-__all__ = ['mask_tokens', 'MaskedLMHead', 'load_mlm_head', 'DeCLUTRConfig', 'DeCLUTR']
+__all__ = ['OBJECTIVES', 'mask_tokens', 'MaskedLMHead', 'load_mlm_head', 'DeCLUTRConfig', 'projection_head', 'DeCLUTR']
 
 # %% ../nbs/07g_declutr.ipynb #11242837
 def _special_mask(input_ids:Tensor, tokenizer) -> Tensor: # (n, T) bool
@@ -108,6 +108,8 @@ def load_mlm_head(head:MaskedLMHead, source:str) -> bool:
     return True
 
 # %% ../nbs/07g_declutr.ipynb #09e7eb16
+OBJECTIVES = ("both", "contrastive", "mlm") # DeCLUTR Fig. 3
+
 @dataclass
 class DeCLUTRConfig(MethodConfig):
     "DeCLUTR's defaults (paper §4, training_config/declutr*.jsonnet)."
@@ -122,7 +124,21 @@ class DeCLUTRConfig(MethodConfig):
     max_length:int = 512
     grad_clip:float|None = 1.0
     mlm_probability:float = 0.15 # share of anchor tokens picked for MLM
-    view_kwargs:dict = field(default_factory=lambda: {"num_anchors": 2, "num_positives": 2, "min_span": 32, "max_span": 512})
+    view_kwargs:dict = field(default_factory=lambda: {"num_anchors": 2, "num_positives": 2, "min_span": 32,
+                                                      "max_span": 512, "sampling": None})
+    corpus:str = "openwebtext" # OpenWebText documents of more than 2,048 whitespace tokens
+    objective:str = "both" # "both" (contrastive + MLM), "contrastive" or "mlm" (Fig. 3)
+    projection:bool = False # SimCLR-style projection head in training only (supplement §6.1)
+    projection_dim:int = 128 # its inner and output width
+    projection_activation:str = "relu" # "relu" or "linear" between its two layers
+
+# %% ../nbs/07g_declutr.ipynb #4f058bc8
+def projection_head(dim:int, width:int=128, activation:str="relu") -> nn.Module:
+    "The supplement's projection z = W2 act(W1 e): Linear(dim, width), ReLU (or nothing), Linear(width, width)."
+    if activation not in ("relu", "linear"):
+        raise SentclError(f"declutr: projection_activation must be 'relu' or 'linear', got {activation!r}")
+    act = nn.ReLU() if activation == "relu" else nn.Identity()
+    return nn.Sequential(nn.Linear(dim, width), act, nn.Linear(width, width))
 
 # %% ../nbs/07g_declutr.ipynb #89c396f0
 class DeCLUTR(Method):
@@ -130,7 +146,11 @@ class DeCLUTR(Method):
     name, view, Config, aux_name = "declutr", "spans", DeCLUTRConfig, "mlm"
 
     def build_heads(self, dim):
-        model = self.encoder.model
+        cfg, model = self.config, self.encoder.model
+        if cfg.objective not in OBJECTIVES:
+            raise SentclError(f"declutr: objective {cfg.objective!r} is not one of {OBJECTIVES}")
+        if cfg.projection: self.projection = projection_head(dim, cfg.projection_dim, cfg.projection_activation)
+        if cfg.objective == "contrastive": return                                # no MLM, no MLM head
         self.mlm_head = MaskedLMHead(model.config, model.get_input_embeddings().weight.shape[0])
         source = getattr(model.config, "_name_or_path", "") or ""
         self.mlm_head_source = source if source and load_mlm_head(self.mlm_head, source) else None
@@ -141,16 +161,18 @@ class DeCLUTR(Method):
 # %% ../nbs/07g_declutr.ipynb #834aaa2f
 @patch
 def embedding_inputs(self:DeCLUTR, batch):
+    positives = {"positives": {"sentences": batch["positives"]}} if self.config.objective != "mlm" else {}
+    if self.config.objective == "contrastive": return {"anchors": {"sentences": batch["anchors"]}, **positives}
     feats = self.encoder.tokenize(batch["anchors"], self.train_settings)
     g = batch_generator(self.config.seed, batch["anchors"])
     ids, labels = mask_tokens(feats["input_ids"], feats["attention_mask"], self.encoder.tokenizer,
                               self.config.mlm_probability, g)
     anchors = {**feats, "input_ids": ids, "labels": labels, "num_masked": int((labels != -100).sum())}
-    return {"anchors": anchors, "positives": {"sentences": batch["positives"]}}
+    return {"anchors": anchors, **positives}
 
 @patch
 def encode_inputs(self:DeCLUTR, key, inputs):
-    if key != "anchors": return Method.encode_inputs(self, key, inputs)
+    if "labels" not in inputs: return Method.encode_inputs(self, key, inputs)  # positives, or unmasked anchors
     feats = {k: inputs[k] for k in ("input_ids", "attention_mask", "token_type_ids") if k in inputs}
     hidden = self.encoder.model(**feats).last_hidden_state                    # (n, T, d), masked tokens in
     emb = pool("mean", hidden, inputs["attention_mask"])                       # (n, d)
@@ -162,9 +184,14 @@ def encode_inputs(self:DeCLUTR, key, inputs):
 # %% ../nbs/07g_declutr.ipynb #754cc78c
 @patch
 def loss_from_embeddings(self:DeCLUTR, embeddings, batch):
-    a, p = embeddings["anchors"], embeddings["positives"]                     # (n, d), (n * P, d)
+    a = embeddings["anchors"]                                                  # (n, d)
+    if self.config.objective == "mlm":                                         # the MLM loss comes from encode_inputs
+        zero = a.sum() * 0.0                                                   # keeps the graph for gradient caching
+        return zero, {"loss": 0.0}
+    p = embeddings["positives"]                                                # (n * P, d)
     n, n_pos = a.shape[0], int(batch["num_positives"])
     if p.shape[0] != n * n_pos:
         raise ValueError(f"declutr: {p.shape[0]} positives for {n} anchors, expected {n} * num_positives={n_pos}")
+    if self.config.projection: a, p = self.projection(a), self.projection(p)   # supplement Eq. 1, per span
     loss = nt_xent(a, p.view(n, n_pos, -1), self.config.temperature)          # Eqs. 1-2, positives averaged
     return loss, {"nt_xent": loss.item(), "loss": loss.item()}

@@ -26,11 +26,12 @@ from tqdm.auto import tqdm
 from .core import SentclError, default, exists, package_versions, write_json
 
 # %% auto #0
-__all__ = ['POOLINGS', 'DEFAULT_NAME', 'TINY_NAME', 'pool', 'tokenize_with_template', 'EncoderSettings', 'default_model_path',
-           'tiny_model', 'read_st_folder', 'SentenceEncoder']
+__all__ = ['POOLINGS', 'BATCH_DEPENDENT_POOLINGS', 'DEFAULT_NAME', 'TINY_NAME', 'pool', 'tokenize_with_template',
+           'EncoderSettings', 'default_model_path', 'tiny_model', 'read_st_folder', 'SentenceEncoder']
 
 # %% ../nbs/01_encoders.ipynb #5e8d0e4a
-POOLINGS = ("mean", "cls", "cls_before_pooler", "mask")
+POOLINGS = ("mean", "cls", "cls_before_pooler", "mask", "mean_no_cls", "mean_no_cls_padded")
+BATCH_DEPENDENT_POOLINGS = ("mean_no_cls_padded",) # a sentence's vector depends on how long its batch is padded
 
 def pool(
     mode:str, # one of `POOLINGS`
@@ -44,6 +45,12 @@ def pool(
     if mode == "mean":
         m = attention_mask.unsqueeze(-1).to(hidden.dtype)                    # (b, n, 1)
         return (hidden * m).sum(1) / m.sum(1).clamp(min=1e-9)                 # (b, d)
+    if mode == "mean_no_cls":                                                 # Liao's paper: real tokens after [CLS]
+        m = attention_mask[:, 1:].unsqueeze(-1).to(hidden.dtype)             # (b, n-1, 1)
+        return (hidden[:, 1:] * m).sum(1) / m.sum(1).clamp(min=1e-9)          # (b, d)
+    if mode == "mean_no_cls_padded":                                          # Liao's code: positions 1..T-1 over T-1
+        m = attention_mask.unsqueeze(-1).to(hidden.dtype)                    # (b, n, 1)
+        return (hidden * m)[:, 1:].mean(1)                                    # (b, d)
     if mode == "cls_before_pooler": return hidden[:, 0]
     if mode == "cls":
         if pooler_output is None:
@@ -217,23 +224,43 @@ def _from_hub(name:str, folder:dict):
     return src
 
 # %% ../nbs/01_encoders.ipynb #0cc0af05
+def _bad_json(path:Path) -> Path|None:
+    "The first JSON file in the model folder `path` (or one level down) that does not parse, if any."
+    for p in sorted(path.glob("*.json")) + sorted(path.glob("*/*.json")):
+        try: json.loads(p.read_text(encoding="utf-8"))
+        except (OSError, ValueError): return p
+    return None
+
+def _folder_error(path:Path, e:Exception) -> SentclError:
+    "One line saying why the model folder at `path` could not be loaded."
+    bad = _bad_json(path)
+    why = f"{bad} is not valid JSON" if bad else f"{type(e).__name__}: {(str(e).strip().splitlines() or [''])[0][:160]}"
+    return SentclError(f"cannot load the model folder {path}: {why}; the folder is damaged or incomplete (a copy cut "
+                       "short?) — copy or save the model again")
+
 def _load_model(name:str, pooling:str|None) -> tuple:
     "The transformer, its tokenizer, and the folder's own settings (None where the folder says nothing)."
     folder = dict(pooling=None, max_length=None, template=None, normalize=False)
     if name == TINY_NAME: return (*tiny_model(add_pooling_layer=pooling == "cls"), folder)
     path = default_model_path() if name == DEFAULT_NAME else Path(name).expanduser()
+    if path.is_file():
+        raise SentclError(f"model {name!r} is a file; give the model's folder (with config.json or modules.json)")
     if not path.is_dir(): src = _from_hub(name, folder)
     elif (path/"modules.json").exists() or (path/"sentcl_config.json").exists():
-        info = read_st_folder(path); src = info.pop("transformer_dir"); folder.update(info)
+        try: info = read_st_folder(path)
+        except SentclError: raise
+        except Exception as e: raise _folder_error(path, e) from None
+        src = info.pop("transformer_dir"); folder.update(info)
     elif (path/"config.json").exists(): src = path
     else: raise SentclError(f"{path} is a folder but holds neither a Hugging Face model (config.json) nor a "
                             "sentence-transformers model (modules.json)")
     if pooling and folder["pooling"] and pooling != folder["pooling"]:
         warnings.warn(f"{name}: using pooling {pooling!r} although the folder says {folder['pooling']!r}")
     try: model, tokenizer = _load_transformer(src, default(pooling, folder["pooling"]))
-    except (OSError, ValueError) as e:
-        if path.is_dir(): raise
-        raise _hub_error(name, e) from None
+    except Exception as e:  # a local folder's files are the user's input: any failure to read them is one line
+        if path.is_dir(): raise _folder_error(path, e) from None
+        if isinstance(e, (OSError, ValueError)): raise _hub_error(name, e) from None
+        raise
     return model, tokenizer, folder
 
 # %% ../nbs/01_encoders.ipynb #2b1e71a2
@@ -381,6 +408,9 @@ def _write_st_modules(self:SentenceEncoder, d:Path, settings:EncoderSettings):
         modules[0]["type"] = "sentcl.st_modules.PromptTransformer"
         modules.append(_module(1, "1_MaskPooling", "sentcl.st_modules.MaskPooling"))
         write_json(d/"1_MaskPooling"/"config.json", {"mask_token_id": self.tokenizer.mask_token_id})
+    elif pooling in ("mean_no_cls", "mean_no_cls_padded"):
+        modules.append(_module(1, "1_SentclPooling", "sentcl.st_modules.SentclPooling"))
+        write_json(d/"1_SentclPooling"/"config.json", {"pooling": pooling})
     else:
         modes = {f"pooling_mode_{m}": False for m in ("max_tokens", "mean_sqrt_len_tokens", "weightedmean_tokens", "lasttoken")}
         write_json(d/"1_Pooling"/"config.json", {"word_embedding_dimension": self.dim, **modes, "include_prompt": True,
@@ -405,6 +435,7 @@ def save(self:SentenceEncoder, path, settings:EncoderSettings=None) -> Path:
     settings, path = default(settings, self.settings), Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"))
+    umask = os.umask(0); os.umask(umask); os.chmod(tmp, 0o777 & ~umask)  # mkdtemp makes 0700: others could not read it
     try:
         with _quiet_transformers():
             self.model.save_pretrained(tmp, safe_serialization=True)

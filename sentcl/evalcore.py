@@ -45,11 +45,12 @@ def embedding_cache_path(encoder, # has `fingerprint(settings)`
     return cache_dir("embeddings", fp[:16]) / f"{text_hash(sentences, extra=fp)}.npy"
 
 def _read_cache(path:Path|None, n_rows:int) -> np.ndarray|None:
-    "The array cached at `path` if it is readable and has `n_rows` rows, else None."
+    "The float array cached at `path` if it is readable and has `n_rows` rows, else None; never unpickles."
     if path is None or not path.exists(): return None
-    try: emb = np.load(path)
-    except (OSError, ValueError): return None  # unreadable entry: encode again and overwrite it
-    return emb if emb.shape[0] == n_rows else None
+    try: emb = np.load(path, allow_pickle=False)
+    except (OSError, ValueError): return None  # unreadable entry (or an object array): encode again and overwrite it
+    ok = isinstance(emb, np.ndarray) and emb.ndim == 2 and emb.dtype.kind == "f" and emb.shape[0] == n_rows
+    return emb if ok else None
 
 # %% ../nbs/09a_evalcore.ipynb #ca7c3e01
 def embed_unique(encoder, # a `SentenceEncoder`, or anything with `settings`, `encode` and `fingerprint`

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import math
+import types
+import typing
 from dataclasses import dataclass, field
 
 import torch
@@ -17,13 +20,16 @@ from .core import SentclError, default, text_hash
 from .encoders import EncoderSettings, SentenceEncoder
 
 # %% auto #0
-__all__ = ['MethodConfig', 'batch_generator', 'bert_init_', 'slice_inputs', 'Method', 'check_training_step']
+__all__ = ['POSITIVE', 'AT_LEAST_ONE', 'NON_NEGATIVE', 'PROBABILITY', 'FIELD_RANGES', 'NAME_RANGES', 'MethodConfig', 'Range',
+           'field_range', 'check_field', 'batch_generator', 'bert_init_', 'slice_inputs', 'Method',
+           'check_training_step']
 
 # %% ../nbs/07a_method_base.ipynb #ebfd2ef7
 @dataclass
 class MethodConfig:
     "Training settings every method has; subclasses set their paper's values as defaults."
     model:str = "bert-base-uncased" # the paper's encoder checkpoint
+    corpus:str = "" # the paper's training data as a `--train-data` spec (`sentcl.data.load_corpus`); "": view's default
     optimizer:str = "adamw" # "adam" or "adamw"
     lr:float = 2e-5 # encoder learning rate
     head_lr:float = 2e-5 # learning rate of the heads
@@ -47,21 +53,95 @@ class MethodConfig:
     grad_clip:float|None = None # max gradient norm (None: no clipping)
     seed:int = 42 # seed of the run (data order, dropout, MLM masks)
     view_kwargs:dict = field(default_factory=dict) # extra arguments for `sentcl.views.build_view`
+    train_fraction:float = 1.0 # share of the training corpus used: a subset seeded by `seed` (DeCLUTR Fig. 3)
+
+# %% ../nbs/07a_method_base.ipynb #d1b15e5b
+@dataclass(frozen=True)
+class Range:
+    "The interval a numeric setting must lie in."
+    low:float|None = None # None: no lower bound
+    high:float|None = None # None: no upper bound
+    low_open:bool = False # exclude `low` itself (> rather than ≥)
+
+    def __contains__(self, x) -> bool:
+        return ((self.low is None or (x > self.low if self.low_open else x >= self.low))
+                and (self.high is None or x <= self.high))
+
+    def __str__(self):
+        if self.low is not None and self.high is not None:
+            return f"in {'(' if self.low_open else '['}{self.low}, {self.high}]"
+        return f"{'>' if self.low_open else '≥'} {self.low}" if self.low is not None else f"≤ {self.high}"
+
+POSITIVE, AT_LEAST_ONE, NON_NEGATIVE, PROBABILITY = Range(0, low_open=True), Range(1), Range(0), Range(0, 1)
+# by exact field name, then by the end of a field's name
+FIELD_RANGES = {"lr": POSITIVE, "temperature": POSITIVE, "eps": POSITIVE, "ratio": POSITIVE, "grad_clip": POSITIVE,
+                "epochs": POSITIVE, "weight_decay": NON_NEGATIVE, "warmup": NON_NEGATIVE, "cut_frac": Range(0, 1, True),
+                "seed": Range(0, 2**32 - 1), "max_steps": AT_LEAST_ONE, "stop_after": AT_LEAST_ONE,
+                "train_fraction": Range(0, 1, True)}
+NAME_RANGES = (("_lr", POSITIVE), ("temperature", POSITIVE), ("batch_size", AT_LEAST_ONE), ("max_length", AT_LEAST_ONE),
+               ("_every", AT_LEAST_ONE), ("_dim", AT_LEAST_ONE), ("_hidden", AT_LEAST_ONE),
+               ("probability", PROBABILITY), ("_prob", PROBABILITY), ("dropout", PROBABILITY))
+
+def field_range(f:dataclasses.Field) -> Range|None:
+    "The range of a numeric field: its metadata's 'range', else by its name (`FIELD_RANGES`, `NAME_RANGES`)."
+    if "range" in f.metadata: return f.metadata["range"]
+    return FIELD_RANGES.get(f.name) or next((r for end, r in NAME_RANGES if f.name.endswith(end)), None)
+
+# %% ../nbs/07a_method_base.ipynb #8bcb1138
+_KINDS = {bool: "true or false", int: "an integer", float: "a finite number", str: "a string", dict: "a JSON object",
+          list: "a JSON list", tuple: "a JSON list", type(None): "null"}
+
+def _accept(tp, value) -> tuple[bool, object, str]:
+    "(does `value` fit annotation `tp`, the value to store, what `tp` expects)."
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        tries = [_accept(a, value) for a in args]
+        ok, expected = next((t for t in tries if t[0]), None), " or ".join(t[2] for t in tries)
+        return (True, ok[1], expected) if ok else (False, value, expected)
+    if origin is typing.Literal: return value in args, value, "one of " + ", ".join(map(repr, args))
+    base = origin or tp
+    if base is float and isinstance(value, (int, float)) and not isinstance(value, bool):
+        finite = math.isfinite(value) if isinstance(value, float) else abs(value) < 2**1023
+        return finite, float(value) if finite else value, _KINDS[float]
+    if base is int and isinstance(value, bool): return False, value, _KINDS[int]
+    if base is tuple and isinstance(value, list): value = tuple(value)
+    if not isinstance(base, type): return True, value, "" # an annotation this check does not know (Callable, Any…)
+    return isinstance(value, base), value, _KINDS.get(base, f"a {base.__name__}")
+
+def check_field(cls:type, # a dataclass, e.g. a method's Config or RunOptions
+                name:str, # one of its fields
+                value, # the value asked for
+               ):
+    "`value` as field `name` of `cls` stores it (ints become floats where a float is expected), or a one-line error."
+    f = {f.name: f for f in dataclasses.fields(cls)}[name]
+    ok, value, expected = _accept(typing.get_type_hints(cls)[name], value)
+    rng, numeric = field_range(f), isinstance(value, (int, float)) and not isinstance(value, bool)
+    if ok and (rng is None or not numeric or value in rng): return value
+    if rng: expected = expected.replace("number", f"number {rng}").replace("integer", f"integer {rng}")
+    dflt = f.default if f.default_factory is dataclasses.MISSING else f.default_factory()
+    raise SentclError(f"{name}={value!r} is not a valid {cls.__name__} setting: expected {expected} "
+                      f"(default: {dflt!r})")
 
 # %% ../nbs/07a_method_base.ipynb #e9dc2a20
 @patch
 def replace(self:MethodConfig, **overrides) -> MethodConfig:
-    "A copy with `overrides`; an unknown field is a one-line error that lists the valid ones."
+    "A copy with `overrides`, each checked by `check_field`; an unknown field is an error listing the valid ones."
     names = {f.name for f in dataclasses.fields(self)}
     bad = sorted(set(overrides) - names)
     if bad: raise SentclError(f"unknown config field(s) {', '.join(bad)} for {type(self).__name__}; "
                               f"valid fields: {', '.join(sorted(names))}")
-    return dataclasses.replace(self, **overrides)
+    return dataclasses.replace(self, **{k: check_field(type(self), k, v) for k, v in overrides.items()})
 
 @patch
 def __str__(self:MethodConfig):
     rows = "\n".join(f"  {f.name} = {getattr(self, f.name)!r}" for f in dataclasses.fields(self))
     return f"{type(self).__name__}(\n{rows}\n)"
+
+# %% ../nbs/07a_method_base.ipynb #6dd3b68d
+@patch(cls_method=True)
+def model_defaults(cls:MethodConfig, model:str) -> dict:
+    "Fields whose released value depends on the encoder `model` (a name or path); none unless a method says so."
+    return {}
 
 # %% ../nbs/07a_method_base.ipynb #c27f5903
 def _content_bytes(part) -> bytes:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .core import SentclError, default
+from .core import SentclError
 from .declutr import DeCLUTR
 from .encoders import SentenceEncoder
 from .method_base import Method, MethodConfig
@@ -15,14 +15,15 @@ from .pairsupcon import PairSupCon, PairSupConClassification, PairSupConInstDisc
 from .sbert import SBERT
 from .simcse import SimCSESup, SimCSEUnsup
 from .sncse import SNCSE
-from .supcon import SupCon
+from .supcon import SBERTAugment, SupCon
 
 # %% auto #0
 __all__ = ['METHODS', 'get_method', 'method_config', 'build_method']
 
 # %% ../nbs/07_methods.ipynb #a7d20e8f
 METHODS:dict[str, type] = {cls.name: cls for cls in (
-    PairSupCon, PairSupConInstDisc, PairSupConClassification, SupCon, SBERT, SNCSE, DeCLUTR, SimCSEUnsup, SimCSESup)}
+    PairSupCon, PairSupConInstDisc, PairSupConClassification, SupCon, SBERTAugment, SBERT, SNCSE, DeCLUTR, SimCSEUnsup,
+    SimCSESup)}
 
 def get_method(name:str) -> type:
     "The method class registered as `name`."
@@ -30,8 +31,10 @@ def get_method(name:str) -> type:
     return METHODS[name]
 
 def method_config(name:str, **overrides) -> MethodConfig:
-    "The config of method `name`: its paper defaults, changed by `overrides` (checked by `MethodConfig.replace`)."
-    return get_method(name).Config().replace(**overrides)
+    "The config of method `name`: paper defaults < the released code's values for the model < `overrides` (checked)."
+    cls = get_method(name).Config
+    model = overrides.get("model", cls().model)
+    return cls().replace(**{**cls.model_defaults(str(model)), **overrides})
 
 # %% ../nbs/07_methods.ipynb #8af2c2ec
 def _encoder_for(cfg:MethodConfig, model:str|Path) -> SentenceEncoder:
@@ -46,6 +49,6 @@ def build_method(
     **overrides, # Config fields to change, e.g. lr=1e-5
 ) -> Method:
     "Build method `name` on `encoder`, with its paper defaults (or `config`) changed by `overrides`."
-    cfg = default(config, get_method(name).Config()).replace(**overrides)
+    cfg = config.replace(**overrides) if config is not None else method_config(name, **overrides)
     if not isinstance(encoder, SentenceEncoder): encoder = _encoder_for(cfg, encoder)
     return get_method(name)(encoder, cfg)

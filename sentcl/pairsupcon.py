@@ -35,6 +35,7 @@ class PairSupConConfig(MethodConfig):
     weighting:str = "code" # "code" (released) or "paper" (Eq. 3)
     head_dim:int = 128 # contrast-head output size
     eval_protocol:str = "pairsupcon" # DownstreamEval: sentences cut at 64 tokens
+    corpus:str = "simcse" # SimCSE's nli_for_simcse.csv triplets, two pairs each (README)
 
 # %% ../nbs/07c_pairsupcon.ipynb #6e2b0e9f
 class PairSupCon(Method):

@@ -33,6 +33,8 @@ class SBERTConfig(MethodConfig):
     eps:float|None = 1e-6 # transformers' AdamW default, used by sentence-transformers' fit
     warmup:float = 0.1
     max_length:int = 128
+    grad_clip:float|None = 1.0 # sentence-transformers' fit clips at max_grad_norm=1
+    corpus:str = "snli+multi_nli" # SBERT's NLI training data
 
 # %% ../nbs/07b_sbert.ipynb #ff1098a4
 class SBERT(Method):

@@ -31,6 +31,15 @@ class SimCSEUnsupConfig(MethodConfig):
     eval_pooling:str = "cls_before_pooler"
     select_on_dev:bool = True
     eval_every:int|None = 125
+    corpus:str = "wiki1m" # SimCSE's 1M Wikipedia sentences
+
+    @classmethod
+    def model_defaults(cls, model:str) -> dict:
+        "SimCSE's README table: BERT-large lr 1e-5; RoBERTa batch 512, lr 1e-5 (base) or 3e-5 (large)."
+        name = str(model).lower()
+        if "roberta" in name: return {"batch_size": 512, "lr": 3e-5 if "large" in name else 1e-5,
+                                      "head_lr": 3e-5 if "large" in name else 1e-5}
+        return {"lr": 1e-5, "head_lr": 1e-5} if "large" in name else {}
 
 class SimCSEUnsup(Method):
     "Unsupervised SimCSE: two dropout views of each sentence, InfoNCE on [CLS] + MLP (MLP in training only)."
@@ -59,6 +68,12 @@ class SimCSESupConfig(MethodConfig):
     eval_every:int|None = 125
     hard_negative_weight:float = 0.0 # log-weight on each anchor's own contradiction
     reinit_pooler:bool = True # start the [CLS] MLP (BERT pooler) fresh, as SimCSE's new MLP
+    corpus:str = "simcse" # SimCSE's nli_for_simcse.csv triplets
+
+    @classmethod
+    def model_defaults(cls, model:str) -> dict:
+        "SimCSE's README table: supervised lr 1e-5 for large models."
+        return {"lr": 1e-5, "head_lr": 1e-5} if "large" in str(model).lower() else {}
 
 # %% ../nbs/07e_simcse.ipynb #660f9ede
 class SimCSESup(Method):

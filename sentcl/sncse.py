@@ -8,13 +8,16 @@ from __future__ import annotations
 import string
 from dataclasses import dataclass
 
-from .losses import bml_loss, info_nce
+from fastcore.basics import patch
+
+from .core import SentclError
+from .losses import bml_loss, info_nce, sncse_negative_loss, sncse_positive_loss
 from .method_base import Method, MethodConfig
 from .negation import SNCSE_ANCHOR_TEMPLATE, SNCSE_VIEW_TEMPLATE
 from .simcse import tanh_mlp
 
 # %% auto #0
-__all__ = ['end_with_punctuation', 'SNCSEConfig', 'SNCSE']
+__all__ = ['NEGATION_ROLES', 'end_with_punctuation', 'SNCSEConfig', 'SNCSE']
 
 # %% ../nbs/07f_sncse.ipynb #3874cad2
 def end_with_punctuation(sentence:str) -> str:
@@ -23,6 +26,8 @@ def end_with_punctuation(sentence:str) -> str:
     return s if s and s[-1] in string.punctuation else s + " ."
 
 # %% ../nbs/07f_sncse.ipynb #eda16315
+NEGATION_ROLES = ("soft", "none", "negative", "positive") # SNCSE Table 3: SNCSE, InfoNCE, NL, PL
+
 @dataclass
 class SNCSEConfig(MethodConfig):
     "SNCSE's defaults (train_SNCSE.sh, bert-base)."
@@ -39,28 +44,51 @@ class SNCSEConfig(MethodConfig):
     eval_every:int|None = 125
     alpha:float = 0.1 # BML lower margin
     beta:float = 0.3 # BML upper margin
-    lam:float = 1e-3 # BML weight (5e-4 for RoBERTa)
+    lam:float = 1e-3 # BML weight (5e-4 for RoBERTa, see `model_defaults`)
+    corpus:str = "wiki1m" # SimCSE's 1M Wikipedia sentences
+    negation_role:str = "soft" # "soft" (InfoNCE + lam BML), "none" (InfoNCE), "negative" (NL, Eq. 9), "positive" (PL)
+
+    @classmethod
+    def model_defaults(cls, model:str) -> dict:
+        "The released switches: lam 5e-4 when the name contains 'roberta', batch 128 and lr 5e-6 when it has 'large'."
+        name, out = str(model).lower(), {}
+        if "roberta" in name: out["lam"] = 5e-4
+        if "large" in name: out.update(batch_size=128, lr=5e-6, head_lr=5e-6)
+        return out
 
 # %% ../nbs/07f_sncse.ipynb #397260a7
 class SNCSE(Method):
     "SNCSE: [MASK]-prompt embeddings, InfoNCE against the positive plus a bidirectional margin loss on the negation."
     name, view, Config = "sncse", "negation", SNCSEConfig
 
-    def build_heads(self, dim): self.mlp = tanh_mlp(self.encoder, dim)
+    def build_heads(self, dim):
+        if self.config.negation_role not in NEGATION_ROLES:
+            raise SentclError(f"sncse: negation_role {self.config.negation_role!r} is not one of "
+                              f"{', '.join(NEGATION_ROLES)}")
+        self.mlp = tanh_mlp(self.encoder, dim)
 
     def embedding_inputs(self, batch):
         cfg = self.config
         sentences = [end_with_punctuation(s) for s in batch["sentence"]]
-        negations = [end_with_punctuation(s) for s in batch["negation"]]
         anchor, view = (self.train_settings.replace(template=t) for t in (cfg.anchor_template, cfg.view_template))
-        return {"z1": {"sentences": sentences, "settings": anchor},
-                "z2": {"sentences": sentences, "settings": view},
-                "z3": {"sentences": negations, "settings": view}}
+        groups = {"z1": {"sentences": sentences, "settings": anchor}, "z2": {"sentences": sentences, "settings": view}}
+        if cfg.negation_role == "none": return groups                            # the negation is not encoded
+        negations = [end_with_punctuation(s) for s in batch["negation"]]
+        return {**groups, "z3": {"sentences": negations, "settings": view}}
 
-    def loss_from_embeddings(self, embeddings, batch):
-        cfg = self.config
-        h1, h2, h3 = (self.mlp(embeddings[k]) for k in ("z1", "z2", "z3"))       # Eq. 2, training only
-        nce = info_nce(h1, h2, temperature=cfg.temperature)                        # Eq. 3
-        bml = bml_loss(h1, h2, h3, cfg.alpha, cfg.beta)                            # Eqs. 4-5
-        total = nce + cfg.lam * bml                                                # Eq. 7
-        return total, {"info_nce": nce.item(), "bml": bml.item(), "loss": total.item()}
+# %% ../nbs/07f_sncse.ipynb #22a41f16
+@patch
+def loss_from_embeddings(self:SNCSE, embeddings, batch):
+    cfg = self.config
+    h = {k: self.mlp(e) for k, e in embeddings.items()}                          # Eq. 2, training only
+    nce = info_nce(h["z1"], h["z2"], temperature=cfg.temperature)                 # Eq. 3
+    if cfg.negation_role == "none": return nce, {"info_nce": nce.item(), "loss": nce.item()}
+    if cfg.negation_role == "negative":
+        nl = sncse_negative_loss(h["z1"], h["z2"], h["z3"], cfg.temperature)      # Eq. 9
+        return nl, {"nl": nl.item(), "loss": nl.item()}
+    if cfg.negation_role == "positive":
+        pl = sncse_positive_loss(h["z1"], h["z2"], h["z3"], cfg.temperature)      # Eq. 8
+        return pl, {"info_nce": nce.item(), "pl": pl.item(), "loss": pl.item()}
+    bml = bml_loss(h["z1"], h["z2"], h["z3"], cfg.alpha, cfg.beta)                # Eqs. 4-5
+    total = nce + cfg.lam * bml                                                   # Eq. 7
+    return total, {"info_nce": nce.item(), "bml": bml.item(), "loss": total.item()}

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 # %% auto #0
-__all__ = ['min_document_tokens', 'sample_spans']
+__all__ = ['SAMPLINGS', 'min_document_tokens', 'sample_spans']
 
 # %% ../nbs/04_spans.ipynb #c15ccfdb
 def min_document_tokens(num_anchors: int = 2, max_span: int = 512) -> int:
@@ -19,6 +19,27 @@ def _span_length(rng: np.random.Generator, a: float, b: float, min_span: int, ma
     "A span length floor(Beta(a, b)·(max − min) + min)."
     return int(rng.beta(a, b) * (max_span - min_span) + min_span)
 
+# %% ../nbs/04_spans.ipynb #39d5f8bf
+SAMPLINGS = (None, "adjacent", "subsumed") # positive placements: any (released default), adjacent only, inside only
+
+def _positive(rng: np.random.Generator, a_start: int, a_end: int, n_tokens: int, min_span: int, max_span: int,
+              sampling: str | None) -> tuple[int, int]:
+    "One positive span `(start, end)` for the anchor `[a_start, a_end)`, placed as `sampling` says."
+    if sampling is None:                                             # overlapping, adjacent or subsuming
+        length = _span_length(rng, 2, 4, min_span, max_span)
+        start = int(rng.integers(max(0, a_start - length), min(a_end, n_tokens - length) + 1))
+    elif sampling == "subsumed":                                     # inside the anchor
+        length = _span_length(rng, 2, 4, min_span, a_end - a_start)
+        start = int(rng.integers(a_start, a_end - length + 1))
+    else:                                                            # touching the anchor on one side
+        length = _span_length(rng, 2, 4, min_span, min(max_span, max(a_start, n_tokens - a_end)))
+        starts = ([a_start - length] if a_start - length > 0 else []) + ([a_end] if a_end + length <= n_tokens else [])
+        if not starts and a_start == length: starts = [0]           # the released code crashes here
+        if not starts: raise ValueError(f"no room for an adjacent positive of {length} tokens beside anchor "
+                                        f"[{a_start}, {a_end}) in {n_tokens} tokens; lower min_span")
+        start = int(rng.choice(starts))
+    return start, start + length
+
 # %% ../nbs/04_spans.ipynb #269fd5ab
 def sample_spans(n_tokens: int, # document length in (subword) tokens
                  num_anchors: int = 2, # anchors per document (A)
@@ -26,12 +47,14 @@ def sample_spans(n_tokens: int, # document length in (subword) tokens
                  min_span: int = 32, # shortest span
                  max_span: int = 512, # longest span; also the chunk size anchors are drawn from
                  rng: np.random.Generator | None = None, # draws come from here (None: a fresh unseeded Generator)
+                 sampling: str | None = None, # where positives go: None (anywhere near), "adjacent" or "subsumed"
                  ) -> list[tuple[tuple[int, int], list[tuple[int, int]]]]:
     "DeCLUTR spans of one document: `[((a_start, a_end), [(p_start, p_end), ...]), ...]`, half-open."
     if n_tokens < min_document_tokens(num_anchors, max_span):
         raise ValueError(f"document has {n_tokens} tokens; sample_spans needs at least num_anchors*max_span*2 = "
                          f"{min_document_tokens(num_anchors, max_span)}: skip it, or lower max_span / num_anchors")
     if not 0 < min_span <= max_span: raise ValueError(f"need 0 < min_span <= max_span, got min_span={min_span}, max_span={max_span}")
+    if sampling not in SAMPLINGS: raise ValueError(f"sampling must be one of {SAMPLINGS}, got {sampling!r}")
     rng = rng if rng is not None else np.random.default_rng()
     L, out = max_span, []
     starts = list(range(0, n_tokens - L + 1, L))  # chunk starts k·L with k·L <= n − L
@@ -42,10 +65,7 @@ def sample_spans(n_tokens: int, # document length in (subword) tokens
         a_start = int(rng.integers(starts[idx], starts[idx] + L - anchor_len + 1))
         a_end = a_start + anchor_len
         del starts[max(0, idx - 1): idx + 2]  # the chosen chunk and its neighbours
-        positives = []
-        for _ in range(num_positives):
-            pos_len = _span_length(rng, 2, 4, min_span, max_span)
-            p_start = int(rng.integers(max(0, a_start - pos_len), min(a_end, n_tokens - pos_len) + 1))
-            positives.append((p_start, p_start + pos_len))
+        positives = [_positive(rng, a_start, a_end, n_tokens, min_span, max_span, sampling)
+                     for _ in range(num_positives)]
         out.append(((a_start, a_end), positives))
     return out

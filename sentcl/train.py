@@ -6,10 +6,12 @@
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import json
 import math
 import os
 import shutil
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,21 +23,21 @@ from fastcore.basics import patch
 from tqdm.auto import tqdm
 
 from .checkpoints import CHECKPOINT, config_differences, load_checkpoint, save_checkpoint, seed_everything
-from .checkpoints import rng_state, set_rng_state
 from .cards import write_model_card
+from .checkpoints import PREVIOUS, rng_state, set_rng_state
 from .core import SentclError, atomic_write, default, git_commit, hardware, package_versions, write_json
-from .data import SAMPLES_DIR, load_corpus
+from .data import DEFAULT_CORPUS, SAMPLES_DIR, load_corpus, sample_fraction
 from .gradients import autocast_context, average_gradients, broadcast_parameters, compute_gradients
 from .gradients import rank_slice, setup_distributed, world
-from .method_base import Method, MethodConfig
+from .method_base import Method, MethodConfig, check_field
 from .methods import build_method, get_method, method_config
 from .schedules import build_optimizer, build_scheduler, total_steps
 from .views import VIEWS, View, build_view
 
 # %% auto #0
-__all__ = ['RESUME_MAY_CHANGE', 'PRESETS', 'RunOptions', 'run_record', 'flat_record', 'Preset', 'cpu_smoke_overrides',
-           'cpu_overrides', 'resolve', 'Trainer', 'export_model', 'load_training_data', 'sts_dev', 'training_view',
-           'train']
+__all__ = ['RESUME_MAY_CHANGE', 'CPU_CORPORA', 'PRESETS', 'RunOptions', 'run_record', 'flat_record', 'Preset',
+           'cpu_smoke_overrides', 'cpu_overrides', 'resolve', 'Trainer', 'export_model', 'check_run_folder',
+           'load_training_data', 'sts_dev', 'training_view', 'train']
 
 # %% ../nbs/08_train.ipynb #49e5aa4e
 @dataclass
@@ -43,7 +45,7 @@ class RunOptions:
     "How one training run executes; every training hyper-parameter is in the method's config instead."
     out:str|None = None # run folder; None = runs/<method>
     preset:str = "paper" # a key of PRESETS: defaults for the method config and these options
-    train_data:str|None = None # corpus name (in data_dir), file or hub id; None = the view's DEFAULT_CORPUS
+    train_data:str|None = None # a `sentcl.data.load_corpus` spec; None = the method config's `corpus`
     data_dir:str|None = None # a folder in sentcl's data layout (training and dev data); None = the hub
     max_steps:int|None = None # run this many steps, overriding the config's epochs (the schedule's horizon)
     stop_after:int|None = None # pause after this many steps of this invocation (checkpoint written)
@@ -74,16 +76,19 @@ class Preset:
 def cpu_smoke_overrides(method:str) -> dict:
     "Method-config overrides of the `cpu-smoke` preset."
     o = {"model": "default", "batch_size": 32, "max_length": 32, "eval_every": None, "select_on_dev": False, "epochs": 1}
+    o["corpus"] = DEFAULT_CORPUS[VIEWS[get_method(method).view].corpus]  # the samples' corpus of the view's kind
     if method == "declutr":
         o.update(batch_size=2, max_length=64,
                  view_kwargs={"num_anchors": 2, "num_positives": 2, "min_span": 8, "max_span": 32})
     if method == "sbert": o.update(batch_size=16)
     return o
 
+CPU_CORPORA = {"nli": "snli:dev+test", "sentences": "wiki1m", "documents": "documents"}  # what a data folder has offline
+
 def cpu_overrides(method:str) -> dict:
     "Method-config overrides of the `cpu` preset: the offline `default` model, batches that two CPU cores train."
     o = {"model": "default", "batch_size": 64, "max_length": 32, "eval_every": None, "select_on_dev": False,
-         "epochs": 1}
+         "epochs": 1, "corpus": CPU_CORPORA[VIEWS[get_method(method).view].corpus]}
     if method == "declutr":
         o.update(batch_size=4, max_length=128,
                  view_kwargs={"num_anchors": 2, "num_positives": 2, "min_span": 16, "max_span": 128})
@@ -105,8 +110,11 @@ def resolve(method:str, # a key of `sentcl.methods.METHODS`
     config = method_config(method, **{**preset.overrides(method), **(overrides or {})})
     filled = {k: v for k, v in preset.options.items() if getattr(options, k) is None}
     options = dataclasses.replace(options, **filled)
-    out, data_dir = options.out or f"runs/{method}", options.data_dir
-    return config, dataclasses.replace(options, out=str(out), data_dir=None if data_dir is None else str(data_dir))
+    out, data_dir, train_data = options.out or f"runs/{method}", options.data_dir, options.train_data
+    options = dataclasses.replace(options, out=str(out), data_dir=None if data_dir is None else str(data_dir),
+                                  train_data=None if train_data is None else str(train_data))
+    return config, dataclasses.replace(options, **{f.name: check_field(RunOptions, f.name, getattr(options, f.name))
+                                                   for f in dataclasses.fields(options)})
 
 # %% ../nbs/08_train.ipynb #72b9fed2
 class Trainer:
@@ -130,6 +138,7 @@ class Trainer:
         self.autocast = lambda: autocast_context(options.precision, self.device)
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=options.precision == "fp16")
         self.step, self.epoch, self.position, self.best = 0, 0, 0, None
+        self.eval_pending, self.exported = False, False # a dev evaluation failed / model/ holds the final weights
         broadcast_parameters(method)
 
 # %% ../nbs/08_train.ipynb #4df7bb2b
@@ -142,7 +151,20 @@ def _check_data(self:Trainer) -> int:
                                  "lower --batch-size")
     autocast_context(self.opts.precision, self.device)  # an unknown precision fails here, not at the first step
     if self.cfg.eval_every and self.dev_eval is None: raise SentclError("eval_every is set but no dev evaluation was given")
+    if self.cfg.eval_every: getattr(self.dev_eval, "check", lambda: None)()  # e.g. the dev set loads
+    self._check_space()
     return n
+
+@patch
+def _check_space(self:Trainer):
+    "Stop before step 1 when the run folder's disk cannot hold the model and one checkpoint."
+    weights = sum(p.numel() * p.element_size() for p in self.method.parameters())
+    need = 4 * weights  # the model, and a checkpoint: weights and two Adam moments
+    where = next(p for p in (self.out, *self.out.parents) if p.exists())
+    free = shutil.disk_usage(where).free
+    if free < need: raise SentclError(f"{where} has {free / 1e9:.2f} GB free, but this run needs about "
+                                      f"{need / 1e9:.2f} GB (the model and a checkpoint); free disk space or choose "
+                                      "another --out")
 
 # %% ../nbs/08_train.ipynb #06c02f50
 @patch
@@ -150,16 +172,18 @@ def _state(self:Trainer) -> dict:
     return {"method": self.method.state_dict(), "optimizer": self.optimizer.state_dict(),
             "scheduler": self.scheduler.state_dict(), "scaler": self.scaler.state_dict(), "rng": rng_state(),
             "step": self.step, "epoch": self.epoch, "position": self.position, "best": self.best,
-            "config": self.record}
+            "eval_pending": self.eval_pending, "config": json.dumps(self.record, default=str)}
 
 @patch
 def _restore(self:Trainer, ck:dict):
-    diff = config_differences(ck.get("config", {}), self.record, ignore=RESUME_MAY_CHANGE)
+    saved, current = ck.get("config", "{}"), json.loads(json.dumps(self.record, default=str))
+    diff = config_differences(json.loads(saved) if isinstance(saved, str) else saved, current, ignore=RESUME_MAY_CHANGE)
     if diff: raise SentclError(f"cannot resume {self.out}: the config differs from the checkpoint's in {', '.join(diff)}; "
                                "use the original settings or a new --out")
     self.method.load_state_dict(ck["method"]); self.optimizer.load_state_dict(ck["optimizer"])
     self.scheduler.load_state_dict(ck["scheduler"]); self.scaler.load_state_dict(ck["scaler"])
     self.step, self.epoch, self.position, self.best = ck["step"], ck["epoch"], ck["position"], ck["best"]
+    self.eval_pending = bool(ck.get("eval_pending", False))
     set_rng_state(ck["rng"])
 
 # %% ../nbs/08_train.ipynb #4bab89f6
@@ -186,10 +210,20 @@ def export_model(method:Method, path) -> Path:
     "Save the method's encoder as evaluated (`method.eval_encoder()`) as a sentence-transformers folder."
     return method.eval_encoder().save(path)
 
+def _first_line(e:Exception) -> str: return (str(e).strip().splitlines() or [""])[0][:200]
+
 @patch
 def _evaluate(self:Trainer) -> float:
-    score = float(self.dev_eval(self.method.eval_encoder()))
-    if self.best is None or score > self.best:
+    try: score = float(self.dev_eval(self.method.eval_encoder()))
+    except Exception as e:
+        self.eval_pending = True
+        self._checkpoint()
+        model = f", the weights of step {self.step} in {self.out/'model'}" if self.exported else ""
+        raise SentclError(f"the dev evaluation at step {self.step} failed ({type(e).__name__}: {_first_line(e)}); "
+                          f"the run is saved in {self.out/CHECKPOINT}{model} — fix the cause and continue with "
+                          "--resume") from e
+    self.eval_pending = False
+    if math.isfinite(score) and (self.best is None or score > self.best):
         self.best = score
         if self.cfg.select_on_dev and self.rank == 0: export_model(self.method, self.out/"best")
     self._log({"step": self.step, "dev": score, "best": self.best})
@@ -208,8 +242,9 @@ def _gradients(self:Trainer, batch:dict) -> tuple[torch.Tensor, dict]:
     loss, terms = compute_gradients(self.method, local, self.opts.mini_batch_size, self.autocast())
     average_gradients(self.method)
     bad = _nonfinite_term(loss, terms)
-    if bad: raise SentclError(f"non-finite loss at step {self.step + 1} (term: {bad}); the run stopped, "
-                              f"{self.out/CHECKPOINT} holds the last good state — lower the learning rate or use fp32")
+    saved = f", {self.out/CHECKPOINT} holds the last checkpoint" if (self.out/CHECKPOINT).exists() else ""
+    if bad: raise SentclError(f"non-finite loss at step {self.step + 1} (term: {bad}); the run stopped{saved} — lower "
+                              "the learning rate or use fp32")
     return loss, terms
 
 # %% ../nbs/08_train.ipynb #4075d52f
@@ -257,16 +292,35 @@ def run_epoch(self:Trainer) -> bool:
     self.position = max(self.position, self.batches_per_epoch)
     return True
 
+# %% ../nbs/08_train.ipynb #8be71807
+def check_run_folder(out, # the run folder
+                     resume:bool, # the run continues from the folder's checkpoint
+                    ):
+    "Before step 1: `out` is a folder sentcl can write, holding a checkpoint exactly when the run resumes."
+    out = Path(out)
+    if out.exists() and not out.is_dir(): raise SentclError(f"--out {out} is a file; give a folder for the run")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=out): pass
+    except OSError as e:
+        raise SentclError(f"--out {out}: cannot write there ({e.strerror}); choose another folder") from None
+    has = [n for n in (CHECKPOINT, PREVIOUS) if (out/n).is_file()]
+    if resume and not has: raise SentclError(f"--resume: no {CHECKPOINT} in {out}; start without --resume")
+    if has and not resume: raise SentclError(f"{out} holds the checkpoint of an earlier run ({has[0]}); continue it "
+                                             "with --resume, or start again in a new --out (or after deleting it)")
+
 # %% ../nbs/08_train.ipynb #17de65b5
 @patch
 def begin(self:Trainer):
     "Open the run: restore the checkpoint (resume) or write config.json; open the metrics log and the progress bar."
-    self.out.mkdir(parents=True, exist_ok=True)
-    if self.opts.resume:
-        ck = load_checkpoint(self.out)
-        if ck is None: raise SentclError(f"--resume: no {CHECKPOINT} in {self.out}; start without --resume")
-        self._restore(ck)
+    check_run_folder(self.out, self.opts.resume)
+    if self.rank == 0:  # what a killed run left half-written: temporary files and folders of atomic writes
+        for p in self.out.glob(".*.tmp"):
+            if p.is_dir(): shutil.rmtree(p, ignore_errors=True)
+            else: p.unlink(missing_ok=True)
+    if self.opts.resume: self._restore(load_checkpoint(self.out))
     elif self.rank == 0:
+        shutil.rmtree(self.out/"best", ignore_errors=True); (self.out/"summary.json").unlink(missing_ok=True)  # stale
         write_json(self.out/"config.json", {**self.record, "versions": package_versions(), "git_commit": git_commit(),
                                             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
     self.log, self.done_now, self.t_start = self._open_log(), 0, time.time()
@@ -281,13 +335,20 @@ def _write_model(self:Trainer):
     if self.cfg.select_on_dev and (self.out/"best").exists():
         if (self.out/"model").exists(): shutil.rmtree(self.out/"model")
         os.replace(self.out/"best", self.out/"model")
-    else: export_model(self.method, self.out/"model")
+    elif not self.exported: export_model(self.method, self.out/"model")
+
+@patch
+def _export_final(self:Trainer):
+    "model/: the final weights, written before the evaluation that follows training."
+    if self.rank == 0: export_model(self.method, self.out/"model")
+    self.exported = True
 
 @patch
 def _last_evaluation_due(self:Trainer) -> bool:
     "A finished run evaluates once more unless its last step was an evaluation step."
     every = self.cfg.eval_every
-    return self.step >= self.total and self.dev_eval is not None and bool(every) and self.step % every != 0
+    due = bool(every) and (self.step % every != 0 or self.eval_pending)
+    return self.step >= self.total and self.dev_eval is not None and due
 
 @patch
 def finish(self:Trainer) -> dict:
@@ -308,15 +369,16 @@ def fit(self:Trainer) -> dict:
     "Train to the end of the schedule (or `stop_after` steps), then write the model; returns a summary."
     self.begin()
     try:
+        if self.eval_pending and self.step < self.total: self._evaluate()  # the one a failure interrupted
         while self.step < self.total and self.run_epoch(): pass
-        if self._last_evaluation_due(): self._evaluate()
+        if self._last_evaluation_due(): self._export_final(); self._evaluate()
     finally: self.bar.close(); self.log.close()
     return self.finish()
 
 # %% ../nbs/08_train.ipynb #ef0bae87
-def load_training_data(view:str, options:RunOptions):
-    "The corpus view `view` reads: `options.train_data`, or the default corpus of the view's kind."
-    return load_corpus(options.train_data, VIEWS[view].corpus, options.data_dir)
+def load_training_data(view:str, options:RunOptions, corpus:str|None=None):
+    "The corpus view `view` reads: `options.train_data`, else `corpus` (the config's), else the view kind's default."
+    return load_corpus(options.train_data or corpus, VIEWS[view].corpus, options.data_dir)
 
 def sts_dev(data_dir=None,
             protocol:str="senteval", # the method's evaluation protocol (`MethodConfig.eval_protocol`)
@@ -325,12 +387,38 @@ def sts_dev(data_dir=None,
     def score(encoder):
         from sentcl.eval import sts_dev_score  # heavy (scipy, scikit-learn) and needed only with dev selection
         return sts_dev_score(encoder, data_dir=data_dir, protocol=protocol)
+    def check():  # before step 1: the protocol exists and the dev set loads (no encoding)
+        from sentcl.data import load_sts
+        from sentcl.eval import PROTOCOLS
+        from sentcl.evalcore import load_task_data
+        try:
+            if protocol not in PROTOCOLS:
+                raise SentclError(f"unknown evaluation protocol {protocol!r}; choose one of {', '.join(PROTOCOLS)}")
+            load_task_data("stsb:dev", load_sts, task="stsb", split="dev", data_dir=data_dir)
+        except SentclError as e: raise SentclError(f"the dev evaluation cannot run: {e}; or train without it "
+                                                   "(--set eval_every=null --set select_on_dev=false)") from None
+    score.check = check
     return score
+
+def _check_view_kwargs(view:str, kwargs:dict):
+    "Every key of the config's `view_kwargs` is an argument of the view."
+    params = inspect.signature(VIEWS[view].__init__).parameters
+    valid = [n for n in params if n not in ("self", "data", "tokenizer")]
+    bad = sorted(set(kwargs) - set(valid))
+    if bad and not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        raise SentclError(f"view_kwargs: {', '.join(bad)} is not an argument of the {view!r} view; "
+                          f"valid: {', '.join(valid) or 'none'}")
 
 def training_view(method:Method, options:RunOptions, data=None) -> View:
     "The method's view over `data` (None: its training corpus per `options`), with the config's view arguments."
-    data = load_training_data(method.view, options) if data is None else data
-    return build_view(method.view, data, tokenizer=method.encoder.tokenizer, **method.config.view_kwargs)
+    data = load_training_data(method.view, options, method.config.corpus) if data is None else data
+    data = sample_fraction(data, method.config.train_fraction, method.config.seed)
+    kwargs = method.config.view_kwargs
+    _check_view_kwargs(method.view, kwargs)
+    try: return build_view(method.view, data, tokenizer=method.encoder.tokenizer, **kwargs)
+    except TypeError as e:
+        if not kwargs: raise
+        raise SentclError(f"view_kwargs {json.dumps(kwargs)} do not fit the {method.view!r} view: {e}") from None
 
 # %% ../nbs/08_train.ipynb #7be6a7c4
 def train(method:str, # a key of `sentcl.methods.METHODS`
@@ -340,9 +428,11 @@ def train(method:str, # a key of `sentcl.methods.METHODS`
          ) -> dict: # the summary: finished, step, best_dev, model, seconds
     "Train `method` with its paper config changed by `overrides`, run as `options` say; writes the run folder."
     config, options = resolve(method, overrides, options)
+    dev_eval = default(dev_eval, sts_dev(options.data_dir, config.eval_protocol))
+    if config.eval_every: getattr(dev_eval, "check", lambda: None)()  # the cheap checks first: nothing is loaded yet
+    check_run_folder(options.out, options.resume)
     device = setup_distributed()
     seed_everything(config.seed)
-    data = load_training_data(get_method(method).view, options)
+    data = load_training_data(get_method(method).view, options, config.corpus)
     model = build_method(method, config.model, config).to(device)
-    dev_eval = default(dev_eval, sts_dev(options.data_dir, config.eval_protocol))
     return Trainer(model, training_view(model, options, data), options, dev_eval=dev_eval).fit()

@@ -14,7 +14,7 @@ import pandas as pd
 import torch
 
 from .core import SentclError
-from .data import LABELS, nli_triplets
+from .data import LABELS, is_triplets, nli_triplets, triplet_pairs
 from .negation import negate_batch
 from .spans import min_document_tokens, sample_spans
 
@@ -52,7 +52,8 @@ class View:
 
 # %% ../nbs/05_views.ipynb #8a2bd7e6
 def _nli_frame(data, view: str) -> pd.DataFrame:
-    "Check that `data` is an NLI DataFrame with known labels."
+    "Check that `data` is an NLI DataFrame with known labels (SimCSE triplets become their pairs)."
+    if is_triplets(data): data = triplet_pairs(data)
     if not isinstance(data, pd.DataFrame) or not {"premise", "hypothesis", "label"} <= set(data.columns):
         raise TypeError(f"view {view!r} needs an NLI DataFrame with columns premise, hypothesis, label (sentcl.data.load_nli), got {type(data).__name__}")
     bad = set(data.label) - set(LABELS)
@@ -65,10 +66,6 @@ class PairsView(View):
     name, corpus = "pairs", "nli"
 
     def __init__(self, data):
-        if isinstance(data, pd.DataFrame) and {"sentence", "positive", "hard_negative"} <= set(data.columns):
-            data = pd.DataFrame({"premise": np.repeat(data.sentence.to_numpy(), 2),
-                                 "hypothesis": np.stack([data.positive, data.hard_negative], 1).reshape(-1),
-                                 "label": ["entailment", "contradiction"] * len(data)})
         df = _nli_frame(data, self.name)
         df = df[df.label != "neutral"]
         self.premise, self.hypothesis = df.premise.tolist(), df.hypothesis.tolist()
@@ -182,10 +179,13 @@ class SpansView(View):
 
     def __init__(self, data, tokenizer=None, num_anchors: int = 2, num_positives: int = 2,
                  min_span: int = 32, max_span: int = 512,
+                 sampling: str | None = None, # positives: None (anywhere near, released), "adjacent", "subsumed"
                  strict: bool = False): # raise instead of skipping documents that are too short
         if tokenizer is None: raise TypeError("view 'spans' needs the model's tokenizer (tokenizer=encoder.tokenizer): spans are measured in its tokens")
         docs = _sentences(data, self.name)
-        self.tokenizer, self.kw = tokenizer, dict(num_anchors=num_anchors, num_positives=num_positives, min_span=min_span, max_span=max_span)
+        self.tokenizer = tokenizer
+        self.kw = dict(num_anchors=num_anchors, num_positives=num_positives, min_span=min_span, max_span=max_span,
+                       sampling=sampling)
         need = min_document_tokens(num_anchors, max_span)
         lengths = [len(self.tokens(d)) for d in docs]
         short = sum(n < need for n in lengths)

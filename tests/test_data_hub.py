@@ -33,14 +33,15 @@ def call(kind, name):
     if kind == "sts": return D.load_sts(name, "test")
     if kind == "transfer": return D.load_transfer(name, "all" if "all" in dict(D.HUB[kind, name].splits) else "train")
     if kind == "sentences": return D.load_sentences(name)
-    return D.load_documents()
+    return D.load_documents() if name == "wikitext103" else D.load_documents(names=[name])
 
 
 @pytest.mark.parametrize("kind,name", sorted(D.HUB))
 def test_hub_loader(kind, name):
     src, seen = D.HUB[kind, name], []
-    def fake(path, config=None, split=None, revision=None, data_files=None):
+    def fake(path, config=None, split=None, revision=None, data_files=None, streaming=False):
         seen.append((path, config, split, revision, data_files))
+        if streaming: return iter([{"text": " ".join(["w"] * 2049)}, {"text": "short"}])  # OpenWebText is streamed
         return fake_dataset(kind, src)
     with mock.patch.dict(os.environ, {}, clear=True), mock.patch("datasets.load_dataset", fake):
         out = call(kind, name)
@@ -50,7 +51,8 @@ def test_hub_loader(kind, name):
     if kind == "sts": assert out.columns.tolist() == ["sentence1", "sentence2", "score", "source"]
     if kind == "transfer" and name == "trec": assert out.label.tolist() == ["ABBR"]
     if kind == "sentences": assert out == ["one .", "two ."]
-    if kind == "documents": assert out == ["A\n x .", "B\n y ."]
+    if kind == "documents" and name == "wikitext103": assert out == ["A\n x .", "B\n y ."]
+    if kind == "documents" and name == "openwebtext": assert len(out) == 1 and out.attrs["skipped_short"] == 1
 
 
 def test_offline_hub_error_names_dataset_and_remedy():

@@ -63,3 +63,21 @@ def test_default_saved_copy_keeps_normalize(tmp_path):
     back = SentenceEncoder(tmp_path / "copy")
     assert back.settings.normalize and back.settings.max_length == 256
     np.testing.assert_allclose(back.encode(SENTENCES[:2]), enc.encode(SENTENCES[:2]), atol=1e-6)
+
+
+@pytest.mark.parametrize("pooling", ["mean_no_cls", "mean_no_cls_padded"])
+def test_liao_pooling_folders_load_in_sentence_transformers(tmp_path, pooling):
+    "Liao's poolings reload in sentcl and in sentence-transformers (SentclPooling) with the same vectors."
+    enc = SentenceEncoder("tiny", pooling=pooling, max_length=32)
+    one_batch = len(SENTENCES)  # the padded mode depends on the batch: compare calls that batch alike
+    want = enc.encode(SENTENCES, batch_size=one_batch)
+    enc.save(tmp_path / "m")
+    back = SentenceEncoder(tmp_path / "m")
+    assert back.settings.pooling == pooling
+    np.testing.assert_allclose(back.encode(SENTENCES, batch_size=one_batch), want, atol=1e-6)
+    got_st = st.SentenceTransformer(str(tmp_path / "m"), device="cpu", trust_remote_code=True).encode(
+        SENTENCES, batch_size=one_batch)
+    np.testing.assert_allclose(got_st, want, atol=1e-5)
+    small = enc.encode(SENTENCES, batch_size=2)  # padded with shorter neighbours: the same, or a larger vector
+    same = np.allclose(small, want, atol=1e-6)
+    assert same if pooling == "mean_no_cls" else not same

@@ -19,6 +19,7 @@ DOC = "Document {} tells a long story about rivers, hills and the towns between 
 BATCHES = {
     "pairsupcon": {"premise": PREMISES, "hypothesis": HYPOTHESES, "entailed": torch.tensor([True, False, True, True])},
     "supcon": {"premise": [PREMISES[0]] * 2 + PREMISES[1:3], "hypothesis": HYPOTHESES, "label": torch.tensor([0, 0, 2, 0]), "groups": torch.tensor([0, 0, 1, 2])},
+    "sbert-augment": {"premise": [PREMISES[0]] * 2 + PREMISES[1:3], "hypothesis": HYPOTHESES, "label": torch.tensor([0, 1, 2, 0]), "groups": torch.tensor([0, 0, 1, 2])},
     "sncse": {"sentence": PREMISES, "negation": [p.replace(" is ", " is not ") for p in PREMISES]},
     "declutr": {"anchors": [DOC.format(i) for i in range(4)], "positives": [DOC.format(i)[j * 20:] for i in range(4) for j in range(2)], "num_positives": 2},
     "simcse-sup": {"sentence": PREMISES, "positive": HYPOTHESES, "hard_negative": HYPOTHESES[::-1]},

@@ -45,7 +45,7 @@ def max_gap(a, b):
 CONTRASTIVE = ["pairsupcon", "pairsupcon-instdisc", "supcon", "sncse", "declutr", "simcse-unsup", "simcse-sup"]
 
 
-@pytest.mark.parametrize("name", CONTRASTIVE + ["sbert", "pairsupcon-classification"])
+@pytest.mark.parametrize("name", CONTRASTIVE + ["sbert", "pairsupcon-classification", "sbert-augment"])
 def test_gradient_caching_equals_big_batch(name):
     method, batch = method_and_batch(name)
     method.train()
@@ -159,3 +159,21 @@ def test_torchrun_two_processes_on_cpu(tmp_path):
     log = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     assert [row["step"] for row in log] == [1, 2]  # rank 0 alone writes the log
     assert (tmp_path / "run" / "model" / "modules.json").exists()
+
+
+def test_show_config_lists_the_paper_preset():
+    "--show-config prints each preset's corpus, pooling and model-dependent values; --set and --train-data win."
+    def show(*args):
+        r = sentcl("train", *args, "--show-config")
+        assert r.returncode == 0, r.stderr[-2000:]
+        return json.loads(r.stdout)
+    sncse = show("sncse", "--model", "roberta-base")
+    assert (sncse["method"]["lam"], sncse["method"]["batch_size"], sncse["method"]["corpus"]) == (5e-4, 256, "wiki1m")
+    assert show("sncse", "--model", "roberta-large", "--set", "lam=0.002")["method"]["lam"] == 0.002
+    liao = show("supcon")["method"]
+    assert (liao["train_pooling"], liao["eval_pooling"], liao["corpus"]) == ("mean_no_cls_padded",) * 2 + ("snli",)
+    sbert = show("sbert")["method"]
+    assert (sbert["grad_clip"], sbert["corpus"]) == (1.0, "snli+multi_nli")
+    pair = show("pairsupcon", "--train-data", "snli+multi_nli")
+    assert (pair["method"]["corpus"], pair["run"]["train_data"]) == ("simcse", "snli+multi_nli")
+    assert show("declutr", "--set", "objective=mlm")["method"]["corpus"] == "openwebtext"
