@@ -207,17 +207,19 @@ def _sncse_size(label:str, model:str) -> tuple:
             _sncse(f"sncse-{key}", f"SNCSE-{label}", model, presets=PAPER),
             _sncse(f"sncse-nobml-{key}", f"SNCSE-{label} w.o. BML Loss", model, "none", PAPER))
 
-_SNCSE_SIZES = (("BERT large", "bert-large-uncased"), ("RoBERTa base", "roberta-base"), ("RoBERTa large", "roberta-large"))
+_SNCSE_SIZES = (("BERT large", "bert-large-uncased"), ("RoBERTa base", "roberta-base"),
+                ("RoBERTa large", "roberta-large"))
 SNCSE_TABLE2_ARMS = (
     _prompted(),
     Arm("simcse", "simcse-unsup", row="SimCSE-BERT base", label="unsupervised SimCSE (trained here)"),
     _sncse("sncse", "SNCSE-BERT base"), _sncse("sncse-nobml", "SNCSE-BERT base w.o. BML Loss", role="none"),
     *(a for label, model in _SNCSE_SIZES for a in _sncse_size(label, model)),
 )
-_BML_CLAIMS = tuple(Contrast(f"sncse{s}", f"sncse-nobml{s}", ("avg",), f"the BML loss improves STS over InfoNCE alone{t}")
-                    for s, t in (("", ""), *((f"-{m.replace('-uncased', '')}", f" ({label})") for label, m in _SNCSE_SIZES)))
-_SIMCSE_CLAIMS = tuple(Contrast(f"sncse{s}", f"simcse{s}", ("avg",), f"SNCSE beats unsupervised SimCSE{t}")
-                       for s, t in (("", ""), *((f"-{m.replace('-uncased', '')}", f" ({label})") for label, m in _SNCSE_SIZES)))
+_SIZE_KEYS = (("", ""), *((f"-{m.replace('-uncased', '')}", f" ({label})") for label, m in _SNCSE_SIZES))  # arm suffix, claim
+_BML_CLAIMS = tuple(Contrast(f"sncse{k}", f"sncse-nobml{k}", ("avg",), f"the BML loss improves STS over InfoNCE alone{t}")
+                    for k, t in _SIZE_KEYS)
+_SIMCSE_CLAIMS = tuple(Contrast(f"sncse{k}", f"simcse{k}", ("avg",), f"SNCSE beats unsupervised SimCSE{t}")
+                       for k, t in _SIZE_KEYS)
 
 # %% ../nbs/13a_catalog.ipynb #500a6ba4
 SNCSE = (
@@ -247,7 +249,8 @@ _GRID_CLAIMS = (
     Contrast("a0.1-b0.3-l0.001", "a0.2-b0.3-l0.001", ("avg",), "α = 0.1 beats α = 0.2 (β = 0.3, λ = 1e-3)"),
     *(Contrast(f"a0.1-b0.3-l{l:g}", f"a0.2-b0.3-l{l:g}", ("avg",), f"α = 0.1 beats α = 0.2 (β = 0.3, λ = {l:g})")
       for l in (5e-4, 5e-3)),
-    Contrast("a0.1-b0.3-l0.001", "a0.1-b2.0-l0.001", ("avg",), "an upper margin (β = 0.3) beats none (β = 2.0), α = 0.1"),
+    Contrast("a0.1-b0.3-l0.001", "a0.1-b2.0-l0.001", ("avg",),
+             "an upper margin (β = 0.3) beats none (β = 2.0), α = 0.1"),
     Contrast("a0.1-b0.3-l0.001", "a0.1-b0.2-l0.001", ("avg",), "with α = 0.1, STS rises slightly from β = 0.2 to 0.3"),
     Contrast("a0.1-b0.4-l0.001", "a0.1-b0.2-l0.001", ("avg",), "with α = 0.1, STS rises slightly from β = 0.2 to 0.4"),
     Contrast("a0.2-b0.2-l0.001", "a0.2-b0.4-l0.001", ("avg",), "with α = 0.2, STS drops as β grows (0.2 over 0.4)"),
@@ -323,7 +326,8 @@ DECLUTR = (
                                    "DeCLUTR improves the pre-trained encoder's average over the seven transfer tasks"),
                           Contrast("declutr", "pretrained", _TRANSFER_COLUMNS,
                                    "DeCLUTR improves the pre-trained encoder on the downstream tasks"),
-                          Contrast("declutr", "pretrained", _STS5, "DeCLUTR improves the pre-trained encoder on STS12-16"),
+                          Contrast("declutr", "pretrained", _STS5,
+                                   "DeCLUTR improves the pre-trained encoder on STS12-16"),
                           Contrast("declutr-small", "pretrained-small", ("transfer", *_STS5),
                                    "DeCLUTR-small improves its pre-trained encoder (transfer average, STS12-16)")),
                cost={"cpu": "about 60 min"}),
@@ -346,8 +350,10 @@ DECLUTR = (
                                    "contrastive alone peaks at 40% of the documents (above 100%)"),
                           Contrast("contrastive-40", "contrastive-10", _BOTH,
                                    "contrastive alone peaks at 40% of the documents (above 10%)"),
-                          Contrast("both-100", "both-40", _BOTH, "with both objectives more documents help (100% over 40%)"),
-                          Contrast("both-40", "both-10", _BOTH, "with both objectives more documents help (40% over 10%)")),
+                          Contrast("both-100", "both-40", _BOTH,
+                                   "with both objectives more documents help (100% over 40%)"),
+                          Contrast("both-40", "both-10", _BOTH,
+                                   "with both objectives more documents help (40% over 10%)")),
                cost={"cpu": "about 45 min"}),
     Experiment("declutr-tableS1", "declutr", ("tableS1_pooling",), "DeCLUTR Table S1: [CLS] vs mean pooling",
                "SentEval scores of pre-trained encoders read out by their [CLS] token or by the mean of their tokens",
@@ -362,7 +368,8 @@ DECLUTR = (
                     presets=PAPER),
                 Arm("roberta-mean", None, model="roberta-base", pooling="mean", row="RoBERTa-base-mean", presets=PAPER)),
                {"paper": "transfer,sst5,sicke,probing", "cpu": "transfer", "cpu-smoke": "topics"},
-               contrasts=tuple(Contrast(f"{m}-mean", f"{m}-cls", (c,), f"mean pooling beats [CLS] pooling ({name}, {what})")
+               contrasts=tuple(Contrast(f"{m}-mean", f"{m}-cls", (c,),
+                                        f"mean pooling beats [CLS] pooling ({name}, {what})")
                                for m, name in (("bert", "BERT"), ("albert", "ALBERT"), ("roberta", "RoBERTa"))
                                for c, what in (("transfer", "seven transfer tasks"), ("probing", "probing average"))),
                cost={"cpu": "about 15 min"}),
