@@ -517,7 +517,8 @@ class ExperimentSession:
                            "precision": precision, "device": device, "arms": arms, "out": str(self.out)}
         select_device(device)
         self.data_dir = default(data_dir, self.preset.data_dir)  # where the notebook's own figures read data
-        self.runs = plan_runs(experiment, preset, self.out, model, data_dir, steps, batch_size, seeds, precision, arms)
+        self.runs = plan_runs(experiment, preset, self.out, model=model, data_dir=data_dir, steps=steps, batch_size=batch_size,
+                              seeds=seeds, precision=precision, arms=arms)
         self.records, self.figures, self.extra, self.log = {}, [], {}, log
         self._load_finished()
 
