@@ -266,9 +266,9 @@ SNCSE_FIGURES = (
                STS, protocol="sncse",
                contrasts=(Contrast("sncse", "sncse-nobml", ("soft_negative_peak",),
                                    "BML moves the similarity of a sentence and its negation down"),
-                          Contrast("sncse", "sncse-nobml", ("negation_below_positive",),
-                                   "with BML more sentences sit closer to their positive view than to their negation "
-                                   "(share of sentences with Δ < 0)")),
+                          Contrast("sncse", "sncse-nobml", ("negation_in_margin",),
+                                   "with BML more sentences have their negation inside the margin the loss asks for "
+                                   "(share with -β ≤ Δ ≤ -α)")),
                cost={"cpu": "about 25 min"}),
     Experiment("sncse-table4", "sncse", ("table4_rank_errors",), "SNCSE Table 4: rank errors",
                "the STS14 and SICK-R pairs whose predicted rank is furthest from the gold rank, with their causes",
