@@ -19,7 +19,7 @@ from .negation import negate_batch
 # %% auto #0
 __all__ = ['PAIR_KINDS', 'embed_sentences', 'embed_pairs', 'named_models', 'CachedEncoder', 'check_columns', 'subsample_indices',
            'tsne_coordinates', 'tsne_table', 'random_other_indices', 'pair_similarities', 'density_peak',
-           'similarity_peaks', 'negation_sample', 'similarity_samples', 'alignment', 'uniformity',
+           'similarity_peaks', 'negation_sample', 'similarity_samples', 'negation_gaps', 'alignment', 'uniformity',
            'alignment_uniformity', 'alignment_uniformity_table', 'results_table', 'sweep_stats']
 
 # %% ../nbs/09c_analysis.ipynb #75139f0b
@@ -232,6 +232,21 @@ def similarity_samples(models, # {name: model} or list of model specs or encoder
         sims = pair_similarities(emb[:len(sample)], emb[len(sample):], others)
         frames.append(sims.assign(model=name, sentence=np.tile(sample, 3)))
     return pd.concat(frames, ignore_index=True)[["model", "row", "pair", "similarity", "sentence"]]
+
+# %% ../nbs/09c_analysis.ipynb #d7caa795
+def negation_gaps(model, # model spec or encoder that embeds each sentence (h)
+                  sentences, # the sentences (list of str)
+                  negations, # their negations, aligned with `sentences`
+                  view=None, # model spec or encoder of the positive view h+ and the negation h# (default: `model`)
+                  batch_size:int=64, # encoding batch size
+                 ) -> np.ndarray:
+    "SNCSE's gap (Eq. 4) per sentence, `(n,)`: cos(h, h#) - cos(h, h+), h from `model`, h+ and h# from `view`."
+    sentences, negations = [str(s) for s in sentences], [str(s) for s in negations]
+    if len(negations) != len(sentences):
+        raise ValueError(f"negations: expected one per sentence ({len(sentences)}), got {len(negations)}")
+    h = embed_sentences(model, sentences, batch_size=batch_size)  # (n, dim)
+    v = embed_sentences(model if view is None else view, sentences + negations, batch_size=batch_size)  # (2n, dim)
+    return cosine_rows(h, v[len(sentences):]) - cosine_rows(h, v[:len(sentences)])
 
 # %% ../nbs/09c_analysis.ipynb #6757ae6b
 def _l2_normalise(x) -> np.ndarray:

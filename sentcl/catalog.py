@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 from .core import SentclError
+from .negation import SNCSE_ANCHOR_TEMPLATE
 from .experiments import ALL_PRESETS, Arm, Contrast, Experiment, ExperimentSession
 
 # %% auto #0
@@ -225,33 +226,42 @@ LIAO_SWEEPS = (
 )
 
 # %% ../nbs/13a_catalog.ipynb #269cbbf2
-def _sncse(name, row, model=None, role="soft", presets=ALL_PRESETS, **over) -> Arm:
+def _sncse(name, row, model=None, role="soft", presets=ALL_PRESETS, label=None, **over) -> Arm:
     o = {"negation_role": role, **({"model": model} if model else {}), **over}
-    return Arm(name, "sncse", o, row=row, presets=presets)
+    return Arm(name, "sncse", o, row=row, presets=presets, label=label)
+
+def _prompted(model:str="bert-base-uncased") -> Arm:
+    "The untrained encoder read through SNCSE's evaluation prompt (template A, [MASK] pooling)."
+    return Arm("pretrained", None, model=model, pooling="mask", template=SNCSE_ANCHOR_TEMPLATE,
+               label="pre-trained encoder, [MASK] prompt (untrained)")
 
 def _sncse_size(label:str, model:str) -> tuple:
-    "The trained arms of one encoder in SNCSE's Table 2 (paper preset)."
-    key = label.lower().replace(" ", "-").replace("-bert", "").replace("-roberta", "-roberta")
+    "The trained arms of one encoder in SNCSE's Table 2 (paper preset): SimCSE, SNCSE, SNCSE without BML."
+    key = model.replace("-uncased", "")
     return (Arm(f"simcse-{key}", "simcse-unsup", {"model": model}, row=f"SimCSE-{label}", presets=PAPER),
             _sncse(f"sncse-{key}", f"SNCSE-{label}", model, presets=PAPER),
             _sncse(f"sncse-nobml-{key}", f"SNCSE-{label} w.o. BML Loss", model, "none", PAPER))
 
+_SNCSE_SIZES = (("BERT large", "bert-large-uncased"), ("RoBERTa base", "roberta-base"),
+                ("RoBERTa large", "roberta-large"))
 SNCSE_TABLE2_ARMS = (
-    Arm("pretrained", None, model="bert-base-uncased", label="pre-trained encoder (untrained)"),
-    Arm("simcse", "simcse-unsup", row="SimCSE-BERT base", presets=SMALL, label="unsupervised SimCSE (trained here)"),
+    _prompted(),
+    Arm("simcse", "simcse-unsup", row="SimCSE-BERT base", label="unsupervised SimCSE (trained here)"),
     _sncse("sncse", "SNCSE-BERT base"), _sncse("sncse-nobml", "SNCSE-BERT base w.o. BML Loss", role="none"),
-    *_sncse_size("BERT large", "bert-large-uncased"), *_sncse_size("RoBERTa base", "roberta-base"),
-    *_sncse_size("RoBERTa large", "roberta-large"),
+    *(a for label, model in _SNCSE_SIZES for a in _sncse_size(label, model)),
 )
+_SIZE_KEYS = (("", ""), *((f"-{m.replace('-uncased', '')}", f" ({label})") for label, m in _SNCSE_SIZES))  # arm suffix, claim
+_BML_CLAIMS = tuple(Contrast(f"sncse{k}", f"sncse-nobml{k}", ("avg",), f"the BML loss improves STS over InfoNCE alone{t}")
+                    for k, t in _SIZE_KEYS)
+_SIMCSE_CLAIMS = tuple(Contrast(f"sncse{k}", f"simcse{k}", ("avg",), f"SNCSE beats unsupervised SimCSE{t}")
+                       for k, t in _SIZE_KEYS)
 
 # %% ../nbs/13a_catalog.ipynb #500a6ba4
 SNCSE = (
     Experiment("sncse-table2", "sncse", ("table2_sts",), "SNCSE Table 2: STS with and without BML",
                "Spearman ('all') on seven STS tasks for BERT and RoBERTa, base and large, with and without the BML loss",
                SNCSE_TABLE2_ARMS, STS, columns={"avg": "sts"}, protocol="sncse",
-               contrasts=(Contrast("sncse", "sncse-nobml", ("avg",), "the BML loss improves STS over InfoNCE alone"),
-                          Contrast("sncse", "simcse", ("avg",), "SNCSE beats unsupervised SimCSE")),
-               cost={"cpu": "about 25 min"}),
+               contrasts=_BML_CLAIMS + _SIMCSE_CLAIMS, cost={"cpu": "about 25 min"}),
     Experiment("sncse-table3", "sncse", ("table3_negation_role",), "SNCSE Table 3: the role of the negation",
                "average STS when the negation is a positive (PL), a plain negative (NL), ignored, or a soft negative",
                (_sncse("pl", "PL", role="positive"), _sncse("nl", "NL", role="negative"),
@@ -265,27 +275,39 @@ SNCSE = (
 
 # %% ../nbs/13a_catalog.ipynb #cd3abe7a
 _ALPHAS, _BETAS, _SNCSE_LAMS = (0.1, 0.2), (0.2, 0.3, 0.4, 2.0), (5e-4, 1e-3, 5e-3)
+_SMALL_GRID = ((0.1, 0.2), (0.1, 0.3), (0.1, 2.0), (0.2, 0.3))  # (α, β) the small presets train, at λ = 1e-3
 SNCSE_GRID = tuple(
     _sncse(f"a{a}-b{b}-l{l:g}", None, alpha=a, beta=b, lam=l,
-           presets=ALL_PRESETS if (a, l) == (0.1, 1e-3) and b in (0.2, 0.3, 2.0) else PAPER)
+           presets=ALL_PRESETS if l == 1e-3 and (a, b) in _SMALL_GRID else PAPER)
     for a in _ALPHAS for b in _BETAS for l in _SNCSE_LAMS)
+_GRID_CLAIMS = (
+    Contrast("a0.1-b0.3-l0.001", "a0.2-b0.3-l0.001", ("avg",), "α = 0.1 beats α = 0.2 (β = 0.3, λ = 1e-3)"),
+    *(Contrast(f"a0.1-b0.3-l{l:g}", f"a0.2-b0.3-l{l:g}", ("avg",), f"α = 0.1 beats α = 0.2 (β = 0.3, λ = {l:g})")
+      for l in (5e-4, 5e-3)),
+    Contrast("a0.1-b0.3-l0.001", "a0.1-b2.0-l0.001", ("avg",),
+             "an upper margin (β = 0.3) beats none (β = 2.0), α = 0.1"),
+    Contrast("a0.1-b0.3-l0.001", "a0.1-b0.2-l0.001", ("avg",), "with α = 0.1, STS rises slightly from β = 0.2 to 0.3"),
+    Contrast("a0.1-b0.4-l0.001", "a0.1-b0.2-l0.001", ("avg",), "with α = 0.1, STS rises slightly from β = 0.2 to 0.4"),
+    Contrast("a0.2-b0.2-l0.001", "a0.2-b0.4-l0.001", ("avg",), "with α = 0.2, STS drops as β grows (0.2 over 0.4)"),
+)
 SNCSE_FIGURES = (
     Experiment("sncse-figure3", "sncse", ("figure3_bml_sensitivity",), "SNCSE Figure 3: BML sensitivity",
                "average STS over a grid of the BML margins α, β and its weight λ", SNCSE_GRID, STS,
-               columns={"avg": "sts"}, protocol="sncse", cost={"cpu": "about 25 min"}),
+               columns={"avg": "sts"}, protocol="sncse", contrasts=_GRID_CLAIMS, cost={"cpu": "about 35 min"}),
     Experiment("sncse-figure4", "sncse", ("figure4_similarity_peaks",), "SNCSE Figure 4: similarity distributions",
                "cosine of sentences with their negations and with random sentences, before and after training",
-               (Arm("pretrained", None, model="bert-base-uncased", label="pre-trained encoder (untrained)"),
-                Arm("simcse", "simcse-unsup", row="SimCSE"),
+               (_prompted(), Arm("simcse", "simcse-unsup", row="SimCSE"),
                 _sncse("sncse-nobml", "SNCSE without BML loss", role="none"), _sncse("sncse", "SNCSE")),
                STS, protocol="sncse",
                contrasts=(Contrast("sncse", "sncse-nobml", ("soft_negative_peak",),
-                                   "BML moves the similarity of a sentence and its negation down"),),
-               cost={"cpu": "about 20 min"}),
+                                   "BML moves the similarity of a sentence and its negation down"),
+                          Contrast("sncse", "sncse-nobml", ("negation_in_margin",),
+                                   "with BML more sentences have their negation inside the margin the loss asks for "
+                                   "(share with -β ≤ Δ ≤ -α)")),
+               cost={"cpu": "about 25 min"}),
     Experiment("sncse-table4", "sncse", ("table4_rank_errors",), "SNCSE Table 4: rank errors",
                "the STS14 and SICK-R pairs whose predicted rank is furthest from the gold rank, with their causes",
-               (Arm("pretrained", None, model="bert-base-uncased", label="pre-trained encoder (untrained)"),
-                _sncse("sncse", None)),
+               (_prompted(), _sncse("sncse", None, label="SNCSE (trained here)")),
                {"paper": "sts14,sickr", "cpu": "sts14,sickr", "cpu-smoke": "stsb"}, protocol="sncse",
                cost={"cpu": "about 10 min"}),
 )
@@ -309,41 +331,64 @@ def _declutr(name, presets=PAPER, row=None, **over) -> Arm:
     view = {k: over.pop(k) for k in ("num_anchors", "num_positives", "sampling") if k in over}
     return Arm(name, "declutr", {**over, **({"view_kwargs": view} if view else {})}, row=row, presets=presets)
 
+_DECLUTR_TAUS = (5e-2, 5e-4)  # the paper's τ first; arms at another τ carry it in their name
+_tau = lambda t: {} if t == 5e-2 else {"temperature": t}
+_tau_name = lambda t: "" if t == 5e-2 else f"-t{t:g}"
 DECLUTR_SAMPLING = (
     Arm("pretrained", None, model="roberta-base", label="pre-trained encoder (untrained)"),
-    *(_declutr(f"a{a}-p{p}", ALL_PRESETS if (a, p) in ((1, 2), (2, 2)) else PAPER, num_anchors=a, num_positives=p)
-      for a in (1, 2) for p in (1, 2, 4)),
-    _declutr("adjacent", ALL_PRESETS, num_anchors=2, num_positives=2, sampling="adjacent"),
-    _declutr("subsumed", ALL_PRESETS, num_anchors=2, num_positives=2, sampling="subsumed"),
+    *(_declutr(f"a{a}-p{p}{_tau_name(t)}", ALL_PRESETS if t == 5e-2 and (a, p) != (1, 1) else PAPER,
+               num_anchors=a, num_positives=p, **_tau(t))
+      for t in _DECLUTR_TAUS for a in (1, 2) for p in (1, 2)),
+    *(_declutr(f"{s}{_tau_name(t)}", ALL_PRESETS if t == 5e-2 else PAPER, num_anchors=2, num_positives=2, sampling=s,
+               **_tau(t)) for t in _DECLUTR_TAUS for s in ("adjacent", "subsumed")),
 )
+_FRACTIONS = (0.1, 0.4, 1.0)
 DECLUTR_OBJECTIVES = (
     Arm("pretrained", None, model="roberta-base", label="pre-trained encoder (untrained)"),
-    *(_declutr(f"{o}-{int(f * 100)}", ALL_PRESETS if f == 1.0 else PAPER, objective=o, train_fraction=f)
-      for o in ("contrastive", "mlm", "both") for f in (0.1, 0.4, 1.0)),
+    *(_declutr(f"{o}-{int(f * 100)}", ALL_PRESETS if f == 1.0 else PAPER,
+               **({"objective": o} if o != "both" else {}), **({"train_fraction": f} if f != 1.0 else {}))
+      for o in ("contrastive", "mlm", "both") for f in _FRACTIONS),
 )
 
 # %% ../nbs/13a_catalog.ipynb #9dba787d
+_STS5 = ("sts12", "sts13", "sts14", "sts15", "sts16")
+_BOTH = ("sts", "transfer")
 DECLUTR = (
     Experiment("declutr-table1", "declutr", ("tableS3_downstream", "table1_senteval"),
                "DeCLUTR Table 1 and Table S3: SentEval", "SentEval downstream and probing accuracy, STS (SentEval "
                "'mean'), of the pre-trained encoders and DeCLUTR", DECLUTR_ARMS, DECLUTR_TASKS,
-               contrasts=(Contrast("declutr", "pretrained", _TRANSFER_COLUMNS,
-                                   "DeCLUTR improves the pre-trained encoder on the downstream tasks"),),
+               contrasts=(Contrast("declutr", "pretrained", ("transfer",),
+                                   "DeCLUTR improves the pre-trained encoder's average over the seven transfer tasks"),
+                          Contrast("declutr", "pretrained", _TRANSFER_COLUMNS,
+                                   "DeCLUTR improves the pre-trained encoder on the downstream tasks"),
+                          Contrast("declutr", "pretrained", _STS5,
+                                   "DeCLUTR improves the pre-trained encoder on STS12-16"),
+                          Contrast("declutr-small", "pretrained-small", ("transfer", *_STS5),
+                                   "DeCLUTR-small improves its pre-trained encoder (transfer average, STS12-16)")),
                cost={"cpu": "about 60 min"}),
     Experiment("declutr-figure2", "declutr", ("figure2_sampling",), "DeCLUTR Figure 2: anchors, positives, sampling",
                "SentEval and STS scores over anchors per document A, positives per anchor P, and the positive-sampling "
                "strategy", DECLUTR_SAMPLING, {"paper": "transfer,sts", "cpu": "sts", "cpu-smoke": "stsb"},
                columns={"avg": "sts"},
-               contrasts=(Contrast("a2-p2", "a1-p2", ("sts",), "more than one anchor per document helps"),
-                          Contrast("a2-p2", "adjacent", ("sts",), "adjacent-or-subsumed positives beat adjacent only"),
-                          Contrast("a2-p2", "subsumed", ("sts",), "adjacent-or-subsumed positives beat subsumed only")),
-               cost={"cpu": "about 30 min"}),
+               contrasts=(Contrast("a2-p2", "a1-p2", _BOTH, "more than one anchor per document helps"),
+                          Contrast("a2-p1", "a1-p1", _BOTH, "more than one anchor per document helps (P = 1)"),
+                          Contrast("a2-p2", "adjacent", _BOTH, "adjacent-or-subsumed positives beat adjacent only"),
+                          Contrast("a2-p2", "subsumed", _BOTH, "adjacent-or-subsumed positives beat subsumed only")),
+               cost={"cpu": "about 35 min"}),
     Experiment("declutr-figure3", "declutr", ("figure3_objective_trainsize",),
                "DeCLUTR Figure 3: objective and train-set size", "the contrastive loss, the MLM loss and both, "
                "trained on 10%, 40% and all of the documents", DECLUTR_OBJECTIVES,
                {"paper": "transfer,sts", "cpu": "transfer,sts", "cpu-smoke": "stsb,topics"},
-               contrasts=(Contrast("both-100", "contrastive-100", ("sts", "transfer"), "both objectives beat contrastive alone"),
-                          Contrast("both-100", "mlm-100", ("sts", "transfer"), "both objectives beat MLM alone")),
+               contrasts=(Contrast("both-100", "contrastive-100", _BOTH, "both objectives beat contrastive alone"),
+                          Contrast("both-100", "mlm-100", _BOTH, "both objectives beat MLM alone"),
+                          Contrast("contrastive-40", "contrastive-100", _BOTH,
+                                   "contrastive alone peaks at 40% of the documents (above 100%)"),
+                          Contrast("contrastive-40", "contrastive-10", _BOTH,
+                                   "contrastive alone peaks at 40% of the documents (above 10%)"),
+                          Contrast("both-100", "both-40", _BOTH,
+                                   "with both objectives more documents help (100% over 40%)"),
+                          Contrast("both-40", "both-10", _BOTH,
+                                   "with both objectives more documents help (40% over 10%)")),
                cost={"cpu": "about 45 min"}),
     Experiment("declutr-tableS1", "declutr", ("tableS1_pooling",), "DeCLUTR Table S1: [CLS] vs mean pooling",
                "SentEval scores of pre-trained encoders read out by their [CLS] token or by the mean of their tokens",
@@ -358,8 +403,10 @@ DECLUTR = (
                     presets=PAPER),
                 Arm("roberta-mean", None, model="roberta-base", pooling="mean", row="RoBERTa-base-mean", presets=PAPER)),
                {"paper": "transfer,sst5,sicke,probing", "cpu": "transfer", "cpu-smoke": "topics"},
-               columns={"downstream": "transfer"},
-               contrasts=(Contrast("bert-mean", "bert-cls", ("downstream",), "mean pooling beats [CLS] pooling"),),
+               contrasts=tuple(Contrast(f"{m}-mean", f"{m}-cls", (c,),
+                                        f"mean pooling beats [CLS] pooling ({name}, {what})")
+                               for m, name in (("bert", "BERT"), ("albert", "ALBERT"), ("roberta", "RoBERTa"))
+                               for c, what in (("transfer", "seven transfer tasks"), ("probing", "probing average"))),
                cost={"cpu": "about 15 min"}),
 )
 

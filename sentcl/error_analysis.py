@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from difflib import SequenceMatcher
 
 import numpy as np
 import pandas as pd
@@ -17,7 +18,7 @@ from .evalcore import cosine_rows
 
 # %% auto #0
 __all__ = ['NEGATION_WORDS', 'STOP_WORDS', 'CAUSE_DIRECTION', 'rank_error_table', 'error_causes', 'tag_error_causes',
-           'pair_cosines', 'rank_errors']
+           'pair_cosines', 'rank_errors', 'locate_pairs']
 
 # %% ../nbs/09d_error_analysis.ipynb #0478707f
 def rank_error_table(gold, # (n,) gold similarity scores
@@ -113,3 +114,30 @@ def rank_errors(model, # model spec or encoder
         tables.append(t if task is None else t.assign(task=task)[["task", *t.columns]])
     table = pd.concat(tables, ignore_index=True)
     return tag_error_causes(table) if tag else table
+
+# %% ../nbs/09d_error_analysis.ipynb #b71532d4
+def _letters(sentence:str) -> str: return "".join(re.findall(r"[a-z0-9]", str(sentence).lower()))
+
+def _pair_key(a:str, b:str) -> str: return "|".join(sorted((_letters(a), _letters(b))))
+
+def locate_pairs(table:pd.DataFrame, # a full rank-error table (`rank_errors(..., top=None)`), with `task` for several
+                 pairs:pd.DataFrame, # the pairs to find: sentence1, sentence2 (and task, to search that task only)
+                 min_ratio:float=0.9, # least similarity (difflib ratio) of a close match
+                ) -> pd.DataFrame:
+    "`pairs` with the rank-error columns of the row of `table` that holds each (match: exact, close or none)."
+    check_columns(pairs, ["sentence1", "sentence2"], "locate_pairs pairs")
+    check_columns(table, ["sentence1", "sentence2", "gold_rank", "estimated_rank"], "locate_pairs table")
+    keys = pd.Series([_pair_key(a, b) for a, b in zip(table["sentence1"], table["sentence2"])], index=table.index)
+    cols = [c for c in ("gold", "similarity", "gold_rank", "estimated_rank", "error", "direction") if c in table]
+    rows = []
+    for _, p in pairs.iterrows():
+        pool = keys if "task" not in pairs or "task" not in table else keys[table["task"] == p["task"]]
+        key, match = _pair_key(p["sentence1"], p["sentence2"]), "none"
+        hit = pool.index[pool == key]
+        if len(hit): found, match = hit[0], "exact"
+        elif len(pool):
+            ratios = pool.map(lambda k: SequenceMatcher(None, k, key).ratio())
+            found = ratios.idxmax()
+            if ratios[found] >= min_ratio: match = "close"
+        rows.append({"match": match, **({c: table.at[found, c] for c in cols} if match != "none" else {})})
+    return pd.concat([pairs.reset_index(drop=True), pd.DataFrame(rows, columns=["match", *cols])], axis=1)

@@ -47,7 +47,7 @@ class ExperimentPreset:
     data_dir:str|None = None # data folder in sentcl's layout; None: the dataset hub
     needs_data_dir:bool = False # refuse to plan without a data folder
     max_steps:int|None = None # training steps per run; None: the config's epochs
-    batch_size:int|None = None # per run; None: the method config's under `train_preset`
+    batch_size:int|None = None # at most this per run (DeCLUTR counts documents); None: the method config's under `train_preset`
     seeds:tuple|None = None # one run per seed; None: each method's own seed, one run
     precision:str = "fp32" # training precision
     eval_precision:str = "fp32" # evaluation precision
@@ -196,12 +196,14 @@ def _merge(base:dict, over:dict) -> dict:
     return out
 
 def arm_overrides(arm:Arm, preset:ExperimentPreset, model:str|None, batch_size:int|None) -> dict:
-    "The method-config overrides of one arm under `preset`: training preset < arm < model and batch size."
+    "The method-config overrides of one arm under `preset`: training preset < arm < model and batch size (or cap)."
     own = dict(arm.overrides)
     if preset.name != "paper": own.pop("model", None)  # small presets train their own model on every arm
     over = _merge(PRESETS[preset.train_preset].overrides(arm.method), own)
     if model is not None: over["model"] = model
     if batch_size is not None: over["batch_size"] = batch_size
+    elif preset.batch_size is not None:  # the preset's is a cap: DeCLUTR's cpu-smoke batch is 2 documents, not 8
+        over["batch_size"] = min(preset.batch_size, over.get("batch_size", get_method(arm.method).Config().batch_size))
     return over
 
 # %% ../nbs/13_experiments.ipynb #602d0892
@@ -258,7 +260,6 @@ def plan_runs(exp:Experiment, # the experiment
     unknown = set(arms or ()) - {a.name for a in exp.arms}
     if unknown: raise SentclError(f"{exp.name}: unknown arm(s) {sorted(unknown)}; arms: {[a.name for a in exp.arms]}")
     steps, precision = default(steps, p.max_steps), default(precision, p.precision)
-    batch_size = default(batch_size, p.batch_size)
     runs = []
     for arm in chosen:
         if arm.method is None:
@@ -446,9 +447,10 @@ def _seed_values(records:list, arm:str, column:str, aggregation, stand_ins=None)
     return out
 
 def _stats(values) -> dict:
+    "Mean, std and count, to 4 decimals: cosine-scale columns (similarity peaks) move in the third."
     v = [float(x) for x in values]
-    return {"mean": round(float(np.mean(v)), 2) if v else None,
-            "std": round(float(np.std(v, ddof=1)), 2) if len(v) > 1 else None, "n": len(v)}
+    return {"mean": round(float(np.mean(v)), 4) if v else None,
+            "std": round(float(np.std(v, ddof=1)), 4) if len(v) > 1 else None, "n": len(v)}
 
 # %% ../nbs/13_experiments.ipynb #fe347fa5
 def measured_rows(exp:Experiment, records:list, stand_ins:dict|None=None) -> list[dict]:
@@ -470,15 +472,17 @@ def measured_rows(exp:Experiment, records:list, stand_ins:dict|None=None) -> lis
 # %% ../nbs/13_experiments.ipynb #f55f5883
 def _paired(better:dict, worse:dict) -> list:
     "Per-seed differences; an untrained arm (its one value under seed None) pairs with every seed of the other."
-    if None in worse and len(worse) == 1: return [round(v - worse[None], 2) for v in better.values()]
-    if None in better and len(better) == 1: return [round(better[None] - v, 2) for v in worse.values()]
-    return [round(better[s] - worse[s], 2) for s in better if s in worse]
+    if None in worse and len(worse) == 1: return [round(v - worse[None], 4) for v in better.values()]
+    if None in better and len(better) == 1: return [round(better[None] - v, 4) for v in worse.values()]
+    return [round(better[s] - worse[s], 4) for s in better if s in worse]
 
-def contrast_status(diffs:list, paper_diff:float|None) -> str:
+def contrast_status(diffs:list, paper_diff:float|None,
+                    min_runs:int=3, # paired differences needed (1 when both arms are untrained: nothing to vary)
+                   ) -> str:
     "'supported', 'not supported' or 'not measured' for per-seed paired differences against the paper's sign."
     if not diffs: return "not measured"
     sign = 1.0 if paper_diff is None or paper_diff >= 0 else -1.0
-    if len(diffs) >= 3 and all(d * sign > 0 for d in diffs): return "supported"
+    if len(diffs) >= min_runs and all(d * sign > 0 for d in diffs): return "supported"
     return "not supported"
 
 def contrast_rows(exp:Experiment, records:list, stand_ins:dict|None=None) -> list[dict]:
@@ -488,6 +492,7 @@ def contrast_rows(exp:Experiment, records:list, stand_ins:dict|None=None) -> lis
         table = c.table or exp.tables[0]
         paper, aggregation = _paper_values(exp, table)
         rb, rw = exp.arm(c.better).row, exp.arm(c.worse).row
+        untrained = exp.arm(c.better).method is None and exp.arm(c.worse).method is None  # deterministic evaluations
         for col in c.columns:
             pb, pw = paper.get(rb, {}).get(col), paper.get(rw, {}).get(col)
             paper_diff = None if pb is None or pw is None else round(pb - pw, 2)
@@ -496,7 +501,7 @@ def contrast_rows(exp:Experiment, records:list, stand_ins:dict|None=None) -> lis
             diffs = _paired(b, w)
             rows.append({"better": c.better, "worse": c.worse, "column": col, "claim": c.claim, "table": table,
                          "paper_diff": paper_diff, "diffs": diffs, **_stats(diffs),
-                         "status": contrast_status(diffs, paper_diff)})
+                         "status": contrast_status(diffs, paper_diff, 1 if untrained else 3)})
     return rows
 
 # %% ../nbs/13_experiments.ipynb #a96e9872
@@ -606,13 +611,13 @@ def measured(self:ExperimentSession, table:str|None=None) -> pd.DataFrame:
 
 # %% ../nbs/13_experiments.ipynb #d4373d45
 @patch
-def add_figure(self:ExperimentSession, name:str, result) -> list[Path]:
-    "Save a figure (a `sentcl.plots.FigureResult` or a matplotlib Figure) as PNG and SVG in the experiment folder."
+def add_figure(self:ExperimentSession, name:str, result):
+    "Save a figure (a `sentcl.plots.FigureResult` or a matplotlib Figure) as PNG and SVG; returns it, so a notebook shows it."
     from sentcl.plots import save_figure
     fig = getattr(result, "figure", result)
     paths = save_figure(fig, self.out/"figures"/name)
     self.figures += [str(p.relative_to(self.out)) for p in paths if str(p.relative_to(self.out)) not in self.figures]
-    return paths
+    return result
 
 @patch
 def record_values(self:ExperimentSession, arm:str, seed:int|None, values:dict):
@@ -635,6 +640,18 @@ def model_folder(self:ExperimentSession, arm:str, seed:int|None=None) -> str:
     run = next((r for r in self.runs if r.arm == arm and (seed is None or r.seed == seed)), None)
     if run is None: raise SentclError(f"{self.exp.name}: no run of arm {arm!r} with seed {seed} in this plan")
     return run.model if run.method is None else str(Path(run.train_folder)/"model")
+
+# %% ../nbs/13_experiments.ipynb #75a473a5
+@patch
+def encoder(self:ExperimentSession, arm:str, seed:int|None=None):
+    "The encoder of one run as its evaluation reads it: its model, the arm's pooling and template, the protocol's clean-up."
+    from sentcl.eval import protocol_encoder
+    from sentcl.evalcore import as_encoder
+    run = next((r for r in self.runs if r.arm == arm and (seed is None or r.seed == seed)), None)
+    if run is None: raise SentclError(f"{self.exp.name}: no run of arm {arm!r} with seed {seed} in this plan")
+    o = run.eval_options
+    return protocol_encoder(as_encoder(self.model_folder(arm, seed), pooling=o.get("pooling"), template=o.get("template")),
+                            run.protocol, o.get("max_length"))
 
 # %% ../nbs/13_experiments.ipynb #f10121f4
 @patch

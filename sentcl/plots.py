@@ -284,10 +284,11 @@ def sts_bar_chart(results:pd.DataFrame, # see `sentcl.analysis.results_table`
 # %% ../nbs/10_plots.ipynb #d289468d
 def _draw_sweep_panel(ax, sub:pd.DataFrame, x:str, hue:str|None, colours:dict):
     "One panel of `sweep_chart`: a line with std error bars per `hue` value, the best mean starred."
+    numeric = pd.api.types.is_numeric_dtype(sub[x])
     for h, colour in colours.items():
         s = sub if h is None else sub[sub[hue] == h]
-        ax.errorbar(s[x], s["mean"], yerr=s["std"].fillna(0), marker="o", ms=4, capsize=2, lw=1.4,
-                    color=colour, label=None if h is None else f"{hue} = {h}")
+        ax.errorbar(s[x], s["mean"], yerr=s["std"].fillna(0), marker="o", ms=4, capsize=2, lw=1.4, color=colour,
+                    ls="-" if numeric else "", label=None if h is None else f"{hue} = {h}")  # categories: no lines
     best = sub.loc[sub["mean"].idxmax()]
     ax.plot([best[x]], [best["mean"]], marker="*", ms=11, color="black", ls="", zorder=3)
 
@@ -316,8 +317,8 @@ def sweep_chart(results:pd.DataFrame, # one row per run
         for ax, p in zip(axes.flat, panels):
             sub = stats if p is None else stats[stats[col] == p]
             _draw_sweep_panel(ax, sub, x, hue, colours)
-            ax.set(xlabel=x, ylabel=ylabel or y, title=None if p is None else f"{col} = {p}",
-                   xscale="log" if logx else "linear")
+            ax.set(xlabel=x, ylabel=ylabel or y, title=None if p is None else f"{col} = {p}")
+            if logx: ax.set_xscale("log")  # setting a linear scale would turn category ticks into numbers
             _tick_swept_values(ax, sub[x])
         for ax in axes.flat[len(panels):]: ax.set_axis_off()
         if hue: axes[0, 0].legend(frameon=False)
