@@ -9,7 +9,7 @@ TORCH := torch==2.13.0
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: demo test nbtest pytest export clean-nbs venv install dev readme bench-eval bench-train docs browser
+.PHONY: demo test nbtest pytest export clean-nbs venv install dev readme bench bench-eval bench-train docs browser
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -53,6 +53,11 @@ clean-nbs: $(VENV)/.installed-dev
 
 readme: $(VENV)/.installed-dev
 	$(BIN)/python tools/make_readme.py
+
+# one run, ratios against sentence-transformers in the same process; writes benchmarks/RESULTS.md
+# (BENCH_ARGS="--skip all" leaves out the hour-long whole evaluation)
+bench: $(VENV)/.installed-dev
+	$(BIN)/python benchmarks/bench.py $(BENCH_ARGS)
 
 bench-eval: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/bench_eval.py

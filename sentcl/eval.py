@@ -20,18 +20,18 @@ from scipy.optimize import linear_sum_assignment
 from scipy.stats import spearmanr
 
 from .core import SentclError, cache_dir, default, git_commit, package_versions, write_json
-from .data import (CLUSTERING_SETS, MORE_TRANSFER_SETS, PROBING_TASKS, STS_TASKS, TRANSFER_SETS, load_clustering,
-                         load_sts)
+from .data import (CLUSTERING_SETS, MORE_TRANSFER_SETS, PROBING_TASKS, SAMPLES_DIR, STS_TASKS, TRANSFER_SETS,
+                         data_root, load_clustering, load_sts)
 from .evalcore import as_encoder, cosine_rows, embed_unique, encoder_precision, load_task_data, remap_labels
 from .senteval import CLASSIFIERS, eval_fewshot, eval_transfer
 
 # %% auto #0
 __all__ = ['STS_SUBSET_TASKS', 'FEWSHOT_TASKS', 'TASK_GROUPS', 'ALL_GROUPS', 'STS_AGGREGATION_BY_PAPER', 'NO_SUBFILES',
-           'PROTOCOLS', 'CLUSTERING_MAX_LENGTH', 'RESULTS_SCHEMA', 'TASK_FIELDS', 'task_kind', 'resolve_tasks',
-           'spearman100', 'sts_correlations', 'eval_sts', 'Protocol', 'add_final_period', 'model_token_limit',
-           'FinalPeriodEncoder', 'protocol_encoder', 'sts_dev_score', 'cluster_accuracy', 'kmeans_plusplus',
-           'kmeans_scores', 'eval_clustering', 'run_settings', 'results_document', 'averages', 'evaluate_task',
-           'evaluate', 'format_table']
+           'PROTOCOLS', 'CLUSTERING_MAX_LENGTH', 'RESULTS_SCHEMA', 'TASK_FIELDS', 'task_kind', 'entry_kind',
+           'resolve_tasks', 'spearman100', 'sts_correlations', 'eval_sts', 'Protocol', 'add_final_period',
+           'model_token_limit', 'FinalPeriodEncoder', 'protocol_encoder', 'sts_dev_score', 'cluster_accuracy',
+           'kmeans_plusplus', 'kmeans_scores', 'eval_clustering', 'run_settings', 'results_document', 'averages',
+           'evaluate_task', 'evaluate', 'format_table']
 
 # %% ../nbs/09_eval.ipynb #b6942edb
 STS_SUBSET_TASKS = STS_TASKS[:5]  # STS12-16: scored per source sub-file
@@ -43,11 +43,24 @@ ALL_GROUPS = ("sts", "transfer", "fewshot", "clustering")
 
 # %% ../nbs/09_eval.ipynb #e25a8b9b
 def task_kind(name:str, # a task name
+              data_dir=None, # data folder in sentcl's layout, for names that are not built-in tasks
              ) -> str:
-    "'sts', 'clustering', 'transfer', 'fewshot' or 'probing' for a task name; clustering for any other name."
+    "'sts', 'clustering', 'transfer', 'fewshot' or 'probing' for a task name; a folder's own sets by where they live."
     for kind, names in TASK_GROUPS.items():
         if name in names: return "transfer" if kind == "transfer_more" else kind
+    base = name.removesuffix("_fewshot")
+    try: root = data_root(data_dir)
+    except SentclError: root = None  # a missing folder is reported when the task's data is read
+    if root is not None and (root/"transfer"/base).is_dir(): return "fewshot" if base != name else "transfer"
     return "clustering"  # a clustering set by folder name, e.g. a bundled sample (checked when loaded)
+
+def entry_kind(name:str, # a task name in a results document
+               entry:dict, # its entry there
+              ) -> str:
+    "The kind of a finished task, from its name or (for a data folder's own sets) the fields its protocol wrote."
+    kind = task_kind(name)
+    if kind != "clustering" or name in TASK_GROUPS["clustering"]: return kind
+    return "fewshot" if "shots" in entry else "transfer" if "devacc" in entry else "clustering"
 
 # %% ../nbs/09_eval.ipynb #8c6be665
 def resolve_tasks(spec, # comma list (or list) of task names and groups
@@ -350,7 +363,7 @@ def evaluate_task(encoder, # a `SentenceEncoder` (see `embed_unique`)
                   precision:str="fp32", memo:dict|None=None, # as in `eval_sts`
                  ) -> dict:
     "The results entry of one task, computed by the protocol of its kind."
-    kind = task_kind(name)
+    kind = task_kind(name, data_dir)
     extra = {"pair_kind": pair_kind, "classifier": classifier} if kind in ("transfer", "fewshot", "probing") else {}
     if kind in ("transfer", "probing"): extra["k"] = kfold
     return _EVALUATORS[kind](encoder, name, data_dir=data_dir, batch_size=batch_size, cache=cache, precision=precision,
@@ -384,7 +397,7 @@ def evaluate(model, # a model spec ('default', 'tiny', a folder, a hub id) or an
     settings = run_settings(encoder, batch_size, cache, data_dir, pair_kind, kfold, protocol, classifier, precision)
     doc, memo = results_document(encoder, model, settings), {}  # memo: each distinct sentence encoded once per run
     for name in names:
-        log(f"sentcl eval: {name} ({task_kind(name)})")
+        log(f"sentcl eval: {name} ({task_kind(name, data_dir)})")
         doc["tasks"][name] = evaluate_task(encoder, name, data_dir, batch_size, cache, pair_kind, kfold, classifier,
                                            precision, memo)
         doc["avg"], doc["complete"] = averages(doc["tasks"]), len(doc["tasks"]) == len(names)
@@ -441,7 +454,7 @@ def format_table(results:dict, # a results document
     "A plain-text table of a results document: STS (all/mean/wmean), clustering, transfer, few-shot, averages."
     tasks, lines = results["tasks"], [f"model: {results['model']}"]
     for kind, block in _TABLE_BLOCKS.items():
-        names = [t for t in tasks if task_kind(t) == kind]
+        names = [t for t in tasks if entry_kind(t, tasks[t]) == kind]
         if names: lines += block(tasks, names)
     if results.get("avg"): lines += ["", "averages: " + ", ".join(f"{k} {_agg(v)}" for k, v in results["avg"].items())]
     return "\n".join(lines)
