@@ -257,7 +257,7 @@ def add_experiments_arguments(p:argparse.ArgumentParser):
     ls = sub.add_parser("list", help="one line per experiment")
     run = sub.add_parser("run", help="execute experiment notebooks with papermill, as a resumable batch")
     for q in (ls, run):
-        q.add_argument("names", nargs="*", help="experiment names (default: all)")
+        q.add_argument("names", nargs="*", help="experiment names (default: all; under --preset cpu, the CPU study)")
         q.add_argument("--paper", default=None, help="only this paper's experiments (pairsupcon, liao, sncse, declutr)")
     run.add_argument("--preset", default="cpu-smoke", choices=EXPERIMENT_PRESET_NAMES,
                      help="paper (GPU, hub data), cpu (the small study here), cpu-smoke (pipeline check)")

@@ -30,11 +30,11 @@ from .train import PRESETS, RunOptions, resolve, train
 from .views import VIEWS
 
 # %% auto #0
-__all__ = ['CPU_CORPORA', 'SAMPLE_STAND_INS', 'EXPERIMENT_PRESETS', 'ALL_PRESETS', 'RESULTS_VERSION', 'RESULTS_SCHEMA',
-           'ExperimentPreset', 'get_preset', 'published', 'Arm', 'Contrast', 'Experiment', 'Run', 'arm_overrides',
-           'training_key', 'plan_runs', 'read_json', 'TrainingLock', 'train_run', 'evaluate_run', 'execute_run',
-           'measured_value', 'check_results', 'measured_rows', 'contrast_status', 'contrast_rows', 'select_device',
-           'ExperimentSession']
+__all__ = ['CPU_CORPORA', 'CPU_CLUSTERING_SETS', 'CPU_STAND_INS', 'CPU_STUDY', 'SAMPLE_STAND_INS', 'EXPERIMENT_PRESETS',
+           'ALL_PRESETS', 'RESULTS_VERSION', 'RESULTS_SCHEMA', 'ExperimentPreset', 'get_preset', 'published', 'Arm',
+           'Contrast', 'Experiment', 'Run', 'arm_overrides', 'training_key', 'plan_runs', 'read_json', 'TrainingLock',
+           'train_run', 'evaluate_run', 'execute_run', 'measured_value', 'check_results', 'measured_rows',
+           'contrast_status', 'contrast_rows', 'select_device', 'ExperimentSession']
 
 # %% ../nbs/13_experiments.ipynb #a8363852
 @dataclass(frozen=True)
@@ -54,17 +54,29 @@ class ExperimentPreset:
     corpora:dict = field(default_factory=dict) # view corpus kind -> `--train-data` spec; missing: the method's own
     save_every:int|None = None # checkpoint cadence, so that a killed notebook resumes inside a run
     stand_ins:dict = field(default_factory=dict) # group average -> the sample task that stands in for it
+    study:dict = field(default_factory=dict) # experiment -> its arms: a batch without names runs these (empty: all)
 
 # %% ../nbs/13_experiments.ipynb #615e3a39
 CPU_CORPORA = {"nli": "snli:dev+test", "sentences": "wiki1m", "documents": "documents"}
+CPU_CLUSTERING_SETS = ("agnews", "searchsnippets", "tweet")  # 23k texts: about a minute per model on two cores
+CPU_STAND_INS = {"clustering_acc": "clustering3_acc", "clustering_nmi": "clustering3_nmi"}
+CPU_STUDY = {  # each paper's central claim: the arms it compares, with the untrained model as the reference row
+    "pairsupcon-table4": ("pretrained", "classification", "instdisc", "pairsupcon"),
+    "pairsupcon-table5": ("pretrained", "instdisc-nohn", "instdisc", "pairsupcon"),
+    "liao-table2": ("pretrained", "ce", "scl-allpalln-0.3"),
+    "sncse-table2": ("pretrained", "sncse-nobml", "sncse"),
+    "sncse-figure4": ("pretrained", "sncse-nobml", "sncse"),
+    "declutr-figure3": ("pretrained", "contrastive-100", "mlm-100", "both-100"),
+}
 SAMPLE_STAND_INS = {"sts": "stsb", "sts5": "stsb", "clustering_acc": "wikitext_topics",
                     "clustering_nmi": "wikitext_topics_nmi", "transfer": "topics", "transfer8": "topics",
                     "fewshot": "topics_fewshot", **{f"{t}_fewshot": "topics_fewshot" for t in TRANSFER_SETS}}
 
 EXPERIMENT_PRESETS = {p.name: p for p in (
     ExperimentPreset("paper", "paper", "paper setting", save_every=500),
-    ExperimentPreset("cpu", "cpu", "small study", model="default", needs_data_dir=True, max_steps=200,
-                     seeds=(0, 1, 2), precision="auto", eval_precision="auto", corpora=CPU_CORPORA, save_every=50),
+    ExperimentPreset("cpu", "cpu", "small study", model="default", needs_data_dir=True, max_steps=100,
+                     seeds=(0, 1, 2), precision="auto", eval_precision="auto", corpora=CPU_CORPORA, save_every=50,
+                     stand_ins=CPU_STAND_INS, study=CPU_STUDY),
     ExperimentPreset("cpu-smoke", "cpu-smoke", "pipeline check", model="tiny", data_dir=str(SAMPLES_DIR),
                      max_steps=3, batch_size=8, seeds=(0,), stand_ins=SAMPLE_STAND_INS),
 )}
@@ -246,7 +258,7 @@ def plan_runs(exp:Experiment, # the experiment
               store:str|Path|None=None, # shared training runs (default: `_train` beside `out`)
               model:str|None=None, data_dir:str|None=None, # None: the preset's
               steps:int|None=None, batch_size:int|None=None, seeds=None, precision:str|None=None, # None: the preset's
-              arms=None, # arm names to run (None: every arm of the preset)
+              arms=None, # arm names to run (None: the preset's study arms of `exp`, else every arm of the preset)
              ) -> list[Run]:
     "Every run of `exp` under `preset`, resolved; nothing is trained or loaded."
     p = get_preset(preset)
@@ -256,6 +268,7 @@ def plan_runs(exp:Experiment, # the experiment
                           "(--data-dir), e.g. a copy of the shared benchmark data")
     out = Path(default(out, Path("runs")/"experiments"/exp.name))
     store = Path(default(store, out.parent/"_train"))
+    arms = default(arms, p.study.get(exp.name))  # the study's arms of this experiment, unless arms= says otherwise
     chosen = [a for a in exp.arms if preset in a.presets and (arms is None or a.name in arms)]
     unknown = set(arms or ()) - {a.name for a in exp.arms}
     if unknown: raise SentclError(f"{exp.name}: unknown arm(s) {sorted(unknown)}; arms: {[a.name for a in exp.arms]}")
@@ -367,7 +380,9 @@ def measured_value(evaluation:dict, # the `eval` entry of a run record (tasks, a
     return value
 
 _TASK_MEANS = {"sts5": ("sts12", "sts13", "sts14", "sts15", "sts16"),  # Liao's STS average: STS12-16 only
-               "transfer8": (*TRANSFER_SETS, "sst5")}  # Liao's transfer average: the seven tasks and SST-5
+               "transfer8": (*TRANSFER_SETS, "sst5"),  # Liao's transfer average: the seven tasks and SST-5
+               "clustering3_acc": CPU_CLUSTERING_SETS,  # the CPU study's clustering mean (accuracy, NMI)
+               "clustering3_nmi": tuple(f"{t}_nmi" for t in CPU_CLUSTERING_SETS)}
 
 def _measured(evaluation:dict, column:str, aggregation:str|None) -> float|None:
     tasks, avg = evaluation.get("tasks", {}), evaluation.get("avg", {})

@@ -27,9 +27,10 @@ __all__ = ['select_experiments', 'list_experiments', 'dry_run', 'notebooks_dir',
 # %% ../nbs/13b_runner.ipynb #f6520716
 def select_experiments(names=None, # experiment names (None or empty: all of them, or all of `paper`'s)
                        paper:str|None=None, # keep only this paper's experiments
+                       preset:str|None=None, # without names: a preset with a study runs the study's experiments
                       ) -> list[str]:
     "The experiments a batch runs, in catalog order; an unknown name or paper is a one-line error."
-    names = list(names or [])
+    names = list(names or (get_preset(preset).study if preset else []))
     for n in names: get_experiment(n)
     papers = {e.paper for e in EXPERIMENTS.values()}
     if paper is not None and paper not in papers:
@@ -59,9 +60,10 @@ def list_experiments(names=None, paper:str|None=None) -> pd.DataFrame:
 def dry_run(names=None, preset:str="cpu-smoke", data_dir=None, out="runs/experiments", paper=None,
             parameters:dict|None=None) -> pd.DataFrame:
     "Every run the batch would execute, one row each, without running or loading anything."
-    params = {k: v for k, v in (parameters or {}).items() if k in ("model", "steps", "batch_size", "seeds", "precision")}
+    keys = ("model", "steps", "batch_size", "seeds", "precision", "arms")
+    params = {k: v for k, v in (parameters or {}).items() if k in keys}
     rows = []
-    for n in select_experiments(names, paper):
+    for n in select_experiments(names, paper, preset):
         runs = plan_runs(get_experiment(n), preset, out=Path(out)/n, data_dir=data_dir, **params)
         rows += [r.describe() for r in runs]
     return pd.DataFrame(rows)
@@ -91,6 +93,7 @@ def job_environment(slot:int, jobs:int) -> dict:
     "The environment of job `slot` of `jobs`: its own GPU when there are enough, else a share of the CPU threads."
     import torch
     env = dict(os.environ)
+    env.setdefault("TQDM_DISABLE", "1")  # no progress bars in the executed notebooks: their outputs are the record
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
     if gpus and jobs > 1: env["CUDA_VISIBLE_DEVICES"] = str(slot % gpus)
     if not gpus and jobs > 1:
@@ -151,7 +154,7 @@ def run_batch(names=None, preset:str="cpu-smoke", out="runs/experiments", data_d
     "Run experiments as a resumable batch; one row per experiment: status, seconds, error."
     get_preset(preset)
     if jobs < 1: raise SentclError(f"--jobs {jobs}: give at least 1")
-    names, out = select_experiments(names, paper), Path(out)
+    names, out = select_experiments(names, paper, preset), Path(out)
     params = {**(parameters or {}), **({"data_dir": str(Path(data_dir).resolve())} if data_dir else {})}
     for n in names: notebook_path(n, notebooks); plan_runs(get_experiment(n), preset, out/n, **_plan_args(params))
     state, todo = BatchState(out), []
