@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from .core import SentclError
 from .negation import SNCSE_ANCHOR_TEMPLATE
-from .experiments import ALL_PRESETS, CPU_CLUSTERING_SETS, Arm, Contrast, Experiment, ExperimentSession
+from .experiments import (ALL_PRESETS, CPU_CLUSTERING_SETS, CPU_TRANSFER_SETS, Arm, Contrast, Experiment,
+                                ExperimentSession)
 
 # %% auto #0
 __all__ = ['PAPER', 'SMALL', 'STS', 'CLUSTERING', 'TRANSFER', 'FEWSHOT', 'PAIRSUPCON_MODELS', 'PAIRSUPCON', 'ABLATION_TASKS',
@@ -379,7 +380,7 @@ DECLUTR = (
     Experiment("declutr-figure3", "declutr", ("figure3_objective_trainsize",),
                "DeCLUTR Figure 3: objective and train-set size", "the contrastive loss, the MLM loss and both, "
                "trained on 10%, 40% and all of the documents", DECLUTR_OBJECTIVES,
-               {"paper": "transfer,sts", "cpu": "transfer,sts", "cpu-smoke": "stsb,topics"},
+               {"paper": "transfer,sts", "cpu": ",".join((*CPU_TRANSFER_SETS, "sts")), "cpu-smoke": "stsb,topics"},
                contrasts=(Contrast("both-100", "contrastive-100", _BOTH, "both objectives beat contrastive alone"),
                           Contrast("both-100", "mlm-100", _BOTH, "both objectives beat MLM alone"),
                           Contrast("contrastive-40", "contrastive-100", _BOTH,

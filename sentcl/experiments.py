@@ -30,11 +30,11 @@ from .train import PRESETS, RunOptions, resolve, train
 from .views import VIEWS
 
 # %% auto #0
-__all__ = ['CPU_CORPORA', 'CPU_CLUSTERING_SETS', 'CPU_STAND_INS', 'CPU_STUDY', 'SAMPLE_STAND_INS', 'EXPERIMENT_PRESETS',
-           'ALL_PRESETS', 'RESULTS_VERSION', 'RESULTS_SCHEMA', 'ExperimentPreset', 'get_preset', 'published', 'Arm',
-           'Contrast', 'Experiment', 'Run', 'arm_overrides', 'training_key', 'plan_runs', 'read_json', 'TrainingLock',
-           'train_run', 'evaluate_run', 'execute_run', 'measured_value', 'check_results', 'measured_rows',
-           'contrast_status', 'contrast_rows', 'select_device', 'ExperimentSession']
+__all__ = ['CPU_CORPORA', 'CPU_CLUSTERING_SETS', 'CPU_TRANSFER_SETS', 'CPU_STAND_INS', 'CPU_STUDY', 'SAMPLE_STAND_INS',
+           'EXPERIMENT_PRESETS', 'ALL_PRESETS', 'RESULTS_VERSION', 'RESULTS_SCHEMA', 'ExperimentPreset', 'get_preset',
+           'published', 'Arm', 'Contrast', 'Experiment', 'Run', 'arm_overrides', 'training_key', 'plan_runs',
+           'read_json', 'TrainingLock', 'train_run', 'evaluate_run', 'execute_run', 'measured_value', 'check_results',
+           'measured_rows', 'contrast_status', 'contrast_rows', 'select_device', 'ExperimentSession']
 
 # %% ../nbs/13_experiments.ipynb #a8363852
 @dataclass(frozen=True)
@@ -59,7 +59,8 @@ class ExperimentPreset:
 # %% ../nbs/13_experiments.ipynb #615e3a39
 CPU_CORPORA = {"nli": "snli:dev+test", "sentences": "wiki1m", "documents": "documents"}
 CPU_CLUSTERING_SETS = ("agnews", "searchsnippets", "tweet")  # 23k texts: about a minute per model on two cores
-CPU_STAND_INS = {"clustering_acc": "clustering3_acc", "clustering_nmi": "clustering3_nmi"}
+CPU_TRANSFER_SETS = ("cr", "trec")  # SentEval's protocol on two of seven: about a minute per model
+CPU_STAND_INS = {"clustering_acc": "clustering3_acc", "clustering_nmi": "clustering3_nmi", "transfer": "transfer2"}
 CPU_STUDY = {  # each paper's central claim: the arms it compares, with the untrained model as the reference row
     "pairsupcon-table4": ("pretrained", "classification", "instdisc", "pairsupcon"),
     "pairsupcon-table5": ("pretrained", "instdisc-nohn", "instdisc", "pairsupcon"),
@@ -382,6 +383,7 @@ def measured_value(evaluation:dict, # the `eval` entry of a run record (tasks, a
 _TASK_MEANS = {"sts5": ("sts12", "sts13", "sts14", "sts15", "sts16"),  # Liao's STS average: STS12-16 only
                "transfer8": (*TRANSFER_SETS, "sst5"),  # Liao's transfer average: the seven tasks and SST-5
                "clustering3_acc": CPU_CLUSTERING_SETS,  # the CPU study's clustering mean (accuracy, NMI)
+               "transfer2": CPU_TRANSFER_SETS,  # and its transfer mean
                "clustering3_nmi": tuple(f"{t}_nmi" for t in CPU_CLUSTERING_SETS)}
 
 def _measured(evaluation:dict, column:str, aggregation:str|None) -> float|None:
