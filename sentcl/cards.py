@@ -81,7 +81,8 @@ def model_card(run_dir, # a training run folder: config.json, summary.json, metr
              + (f", data folder `{config['run.data_dir']}`" if config.get("run.data_dir") else ""),
              f"- steps: {summary.get('step', '?')}, batch size {config.get('method.batch_size')}, "
              f"precision {config.get('run.precision')}",
-             f"- wall time: {summary.get('seconds', '?')} s" + (f" on {hw.get('device')} ({hw.get('gpu') or hw.get('cpu')})" if hw else ""),
+             f"- wall time: {summary.get('seconds', '?')} s"
+             + (f" on {hw.get('device')} ({hw.get('gpu') or hw.get('cpu')})" if hw else ""),
              f"- final loss: {loss['loss']:.4f} at step {loss['step']}" if loss else "- final loss: not logged",
              f"- sentcl commit: `{config.get('git_commit')}`, created {config.get('created')}", ""]
     lines += _scores_lines(evaluation) if evaluation else []

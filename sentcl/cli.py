@@ -48,7 +48,8 @@ def check_output_file(path, # where a command will write its result
         path.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=path.parent): pass
     except OSError as e:
-        raise SentclError(f"{flag} {path}: cannot write in {path.parent} ({e.strerror}); choose another place") from None
+        raise SentclError(f"{flag} {path}: cannot write in {path.parent} ({e.strerror}); "
+                          "choose another place") from None
     return path
 
 # %% ../nbs/11_cli.ipynb #b826b921
@@ -69,11 +70,13 @@ def run_encode(args) -> int:
     src = Path(args.inp)
     if not src.is_file(): raise SentclError(f"--in {src}: no such file; give a text file with one sentence per line")
     try: lines = src.read_text(encoding="utf-8").splitlines()
-    except UnicodeDecodeError as e: raise SentclError(f"--in {src}: not UTF-8 text ({e.reason} at byte {e.start}); re-encode it as UTF-8") from None
+    except UnicodeDecodeError as e:
+        raise SentclError(f"--in {src}: not UTF-8 text ({e.reason} at byte {e.start}); re-encode it as UTF-8") from None
     if not lines: raise SentclError(f"--in {src}: the file is empty; give a text file with one sentence per line")
     if any("\x00" in l for l in lines):
         raise SentclError(f"--in {src}: holds NUL bytes, so it is not a text file; give one sentence per line")
-    if not str(args.out).endswith(".npy"): raise SentclError(f"--out {args.out}: the output is a NumPy array; give a path ending in .npy")
+    if not str(args.out).endswith(".npy"):
+        raise SentclError(f"--out {args.out}: the output is a NumPy array; give a path ending in .npy")
     check_output_file(args.out)
     enc = SentenceEncoder(args.model, pooling=args.pooling, max_length=args.max_length)
     emb = enc.encode(lines, batch_size=args.batch_size, normalize=args.normalize, precision=args.precision)
@@ -97,7 +100,8 @@ def add_train_arguments(p:argparse.ArgumentParser):
     from sentcl.train import PRESETS
     p.add_argument("method", help="a method of sentcl.methods, e.g. pairsupcon, supcon, sncse, declutr, simcse-unsup")
     p.add_argument("--model", default=None,
-                   help="'default', 'tiny', a local folder or a hub id (default: the paper's model; cpu-smoke: 'default')")
+                   help="'default', 'tiny', a local folder or a hub id "
+                        "(default: the paper's model; cpu-smoke: 'default')")
     p.add_argument("--train-data", default=None,
                    help="a corpus name (in --data-dir), a file, or a hub id; default: the method's usual corpus")
     p.add_argument("--out", default=None, help="run folder (default runs/METHOD)")
@@ -105,7 +109,8 @@ def add_train_arguments(p:argparse.ArgumentParser):
     p.add_argument("--data-dir", default=None,
                    help="a data folder in sentcl's layout (default: the hub; cpu-smoke: bundled samples)")
     for flag, typ in (("--max-steps", int), ("--epochs", float), ("--batch-size", int), ("--mini-batch-size", int),
-                      ("--lr", float), ("--seed", int), ("--save-every", int), ("--eval-every", int), ("--stop-after", int)):
+                      ("--lr", float), ("--seed", int), ("--save-every", int), ("--eval-every", int),
+                      ("--stop-after", int)):
         p.add_argument(flag, type=typ, default=None)
     p.add_argument("--precision", default="fp32", choices=PRECISIONS,
                    help="fp32, bf16, fp16 (CUDA, with loss scaling) or auto (bf16 where the device runs it fast)")
@@ -116,7 +121,8 @@ def add_train_arguments(p:argparse.ArgumentParser):
     p.add_argument("--no-progress", action="store_true")
 
 # %% ../nbs/11_cli.ipynb #c0d415c2
-CONFIG_FLAGS = ("epochs", "batch_size", "lr", "seed", "eval_every") # `sentcl train` flags that set a method-config field
+# `sentcl train` flags that set a method-config field
+CONFIG_FLAGS = ("epochs", "batch_size", "lr", "seed", "eval_every")
 
 def train_request(args:argparse.Namespace) -> tuple:
     "What `sentcl train` asks for: (method, method-config overrides, `RunOptions`); --model wins over --set model=."
@@ -148,8 +154,9 @@ def add_eval_arguments(p:argparse.ArgumentParser, # the parser (or subparser) to
     "Add the `sentcl eval` options to `p`."
     p.add_argument("--model", default="default",
                    help="'default' (all-MiniLM-L6-v2), 'tiny', a model folder or a hub id")
-    p.add_argument("--tasks", default="sts", help="comma list of tasks (sts12..sickr, agnews.., mr.., mr_fewshot.., sst5, "
-                   "sicke, tense..) or groups: sts, clustering, transfer, fewshot, all (these four), transfer_more, probing")
+    p.add_argument("--tasks", default="sts",
+                   help="comma list of tasks (sts12..sickr, agnews.., mr.., mr_fewshot.., sst5, sicke, tense..) "
+                        "or groups: sts, clustering, transfer, fewshot, all (these four), transfer_more, probing")
     p.add_argument("--data-dir", default=None,
                    help="a data folder in the sentcl layout (default: $SENTCL_DATA, else the dataset hub)")
     p.add_argument("--out", default=None, help="write the results JSON here")
@@ -203,7 +210,8 @@ def _demo_scores(model) -> dict:
     from sentcl.data import SAMPLES_DIR
     from sentcl.eval import evaluate
     res = evaluate(model, DEMO_TASKS, data_dir=SAMPLES_DIR, cache=False)["tasks"]
-    return {"STS-B sample (Spearman)": res["stsb"]["spearman"], "topics sample (ACC)": res["wikitext_topics"]["acc_mean"],
+    return {"STS-B sample (Spearman)": res["stsb"]["spearman"],
+            "topics sample (ACC)": res["wikitext_topics"]["acc_mean"],
             "topics sample (NMI)": res["wikitext_topics"]["nmi_mean"]}
 
 def loss_curve(metrics_path, path=None):
@@ -234,7 +242,8 @@ def run_demo(args) -> int:
     rows = [f"{'':28s}{'before':>9s}{'after':>9s}"] + [f"{k:28s}{before[k]:9.2f}{after[k]:9.2f}" for k in before]
     table = "\n".join(rows)
     with atomic_write(out/"before_after.txt") as f: f.write(table + "\n")
-    print(f"\nPairSupCon, cpu-smoke preset, {summary['step']} steps from {args.model!r} on the bundled SNLI sample ({summary['seconds']} s)\n")
+    print(f"\nPairSupCon, cpu-smoke preset, {summary['step']} steps from {args.model!r} "
+          f"on the bundled SNLI sample ({summary['seconds']} s)\n")
     print(table)
     print(f"\nmodel: {out/'model'}\nmetrics: {out/'metrics.jsonl'}\nloss curve: {out/'loss_curve.png'}")
     return 0
@@ -247,7 +256,8 @@ def parse_parameters(items:list[str]) -> dict:
     "`-p key=value` notebook parameters (values as JSON where possible); an unknown key is a one-line error."
     params = parse_sets(items)
     bad = sorted(set(params) - set(EXPERIMENT_PARAMETERS))
-    if bad: raise SentclError(f"-p {', '.join(bad)}: not an experiment parameter; use {', '.join(EXPERIMENT_PARAMETERS)} "
+    if bad: raise SentclError(f"-p {', '.join(bad)}: not an experiment parameter; "
+                              f"use {', '.join(EXPERIMENT_PARAMETERS)} "
                               "(preset, data dir and output folder have their own flags)")
     return params
 
@@ -296,7 +306,8 @@ def run_experiments(args) -> int:
                              args.force, args.notebooks)
     with wide: print("\n" + table.to_string(index=False))
     failed = int((table["status"] == "failed").sum())
-    if failed: print(f"{failed} experiment(s) failed; their executed notebooks and log.txt are in {args.out}", file=sys.stderr)
+    if failed:
+        print(f"{failed} experiment(s) failed; their executed notebooks and log.txt are in {args.out}", file=sys.stderr)
     return min(failed, 100)
 
 # %% ../nbs/11_cli.ipynb #7a63dc31

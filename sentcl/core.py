@@ -39,7 +39,8 @@ def atomic_write(path, mode: str = "w", **open_kwargs):
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     umask = os.umask(0); os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600 files; the result should look like any other file the user writes
+    # mkstemp makes 0600 files; the result should look like any other file the user writes
+    os.chmod(tmp, 0o666 & ~umask)
     try:
         with os.fdopen(fd, mode, **open_kwargs) as f:
             yield f

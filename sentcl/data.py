@@ -58,7 +58,8 @@ def data_root(data_dir=None) -> Path | None:
     d = Path(d).expanduser()
     if not d.is_dir():
         how = "data_dir" if exists(data_dir) else "SENTCL_DATA"
-        raise SentclError(f"data directory {d} (from {how}) does not exist; pass an existing directory in the sentcl data layout")
+        raise SentclError(f"data directory {d} (from {how}) does not exist; "
+                          "pass an existing directory in the sentcl data layout")
     return d
 
 # %% ../nbs/02_data.ipynb #0c479ccf
@@ -81,7 +82,8 @@ def _missing(what: str, looked, hub: str | None = None, reason: str = "") -> Sen
     "The one-line error for data that could not be found."
     folder = looked.parent if isinstance(looked, Path) else None
     if not reason and folder is not None and folder.is_dir():
-        reason = "that folder has " + (", ".join(sorted({p.name.split(".")[0] for p in folder.iterdir() if not p.name.startswith(".")})) or "nothing")
+        names = sorted({p.name.split(".")[0] for p in folder.iterdir() if not p.name.startswith(".")})
+        reason = "that folder has " + (", ".join(names) or "nothing")
     how = "pass data_dir= / --data-dir or set SENTCL_DATA to a directory in the sentcl data layout (see sentcl.data)"
     if hub: how += f", or go online to read hub id {hub}"
     return SentclError(f"{what} not found (looked in {looked}{': ' + reason if reason else ''}); {how}")
@@ -119,7 +121,8 @@ def read_tsv(path, columns=None) -> pd.DataFrame:
         if not text.strip(): empty += 1; continue
         fields = text.split("\t")
         if len(fields) != len(header):
-            raise SentclError(f"{path}:{n}: expected {len(header)} tab-separated fields ({', '.join(header)}), got {len(fields)}; fix or remove the line")
+            raise SentclError(f"{path}:{n}: expected {len(header)} tab-separated fields ({', '.join(header)}), "
+                              f"got {len(fields)}; fix or remove the line")
         rows.append(fields); line_no.append(n)
     df = pd.DataFrame(rows, columns=header, dtype=object)
     df.attrs.update(source=str(path), lines=line_no, empty_lines=empty)
@@ -155,17 +158,23 @@ _STS_COLS = (("sentence1", "sentence1"), ("sentence2", "sentence2"), ("score", "
 _SIMCSE_FILES = "e145e8bb659b2aa2669f32ef79cb4cdef6c58fef"  # princeton-nlp/datasets-for-simcse, as SENTEVAL_TAR
 HUB = {
     ("nli", "snli"): HubSource("stanfordnlp/snli", "cdb5c3d5eed6ead6e5a341c8e56e669bb666725b", splits=_TVT),
-    ("nli", "multi_nli"): HubSource("nyu-mll/multi_nli", "da70db2af9d09693783c3320c4249840212ee221", splits=(("train", "train"), ("dev", "validation_matched"),
-        ("dev_matched", "validation_matched"), ("dev_mismatched", "validation_mismatched"))),
+    ("nli", "multi_nli"): HubSource("nyu-mll/multi_nli", "da70db2af9d09693783c3320c4249840212ee221",
+        splits=(("train", "train"), ("dev", "validation_matched"),
+                ("dev_matched", "validation_matched"), ("dev_mismatched", "validation_mismatched"))),
     ("triplets", "simcse"): HubSource("princeton-nlp/datasets-for-simcse", _SIMCSE_FILES,
         data_files="nli_for_simcse.csv",
-        splits=(("train", "train"),), columns=(("sentence", "sent0"), ("positive", "sent1"), ("hard_negative", "hard_neg"))),
+        splits=(("train", "train"),),
+        columns=(("sentence", "sent0"), ("positive", "sent1"), ("hard_negative", "hard_neg"))),
     **{("sts", t): HubSource(f"mteb/{t}-sts", rev, splits=(("test", "test"),), columns=_STS_COLS)
-       for t, rev in (("sts12", "a0d554a64d88156834ff5ae9920b964011b16384"), ("sts13", "7e90230a92c190f1bf69ae9002b8cea547a64cca"),
-                      ("sts14", "6031580fec1f6af667f0bd2da0a551cf4f0b2375"), ("sts15", "ae752c7c21bf194d8b67fd573edf7ae58183cbe3"),
+       for t, rev in (("sts12", "a0d554a64d88156834ff5ae9920b964011b16384"),
+                      ("sts13", "7e90230a92c190f1bf69ae9002b8cea547a64cca"),
+                      ("sts14", "6031580fec1f6af667f0bd2da0a551cf4f0b2375"),
+                      ("sts15", "ae752c7c21bf194d8b67fd573edf7ae58183cbe3"),
                       ("sts16", "4d8694f8f0e0100860b497b999b3dbed754a0513"))},
-    ("sts", "stsb"): HubSource("mteb/stsbenchmark-sts", "b0fddb56ed78048fa8b90373c8a3cfc37b684831", splits=_TVT, columns=_STS_COLS),
-    ("transfer", "mr"): HubSource("cornell-movie-review-data/rotten_tomatoes", splits=(("all", "train+validation+test"),)),
+    ("sts", "stsb"): HubSource("mteb/stsbenchmark-sts", "b0fddb56ed78048fa8b90373c8a3cfc37b684831",
+                               splits=_TVT, columns=_STS_COLS),
+    ("transfer", "mr"): HubSource("cornell-movie-review-data/rotten_tomatoes",
+                                  splits=(("all", "train+validation+test"),)),
     ("transfer", "cr"): HubSource("SetFit/SentEval-CR", splits=(("all", "train+test"),)),
     ("transfer", "subj"): HubSource("SetFit/subj", splits=(("all", "train+test"),)),
     ("transfer", "mpqa"): HubSource("jxm/mpqa", splits=(("all", "train+test"),),
@@ -173,7 +182,7 @@ HUB = {
     ("transfer", "sst2"): HubSource("stanfordnlp/sst2", "8d51e7e4887a4caaa95b3fbebbf53c0490b58bbb", splits=_TVT,
                                     columns=(("text", "sentence"), ("label", "label")),
                                     split_sources=(("test", HubSource("SetFit/sst2", splits=(("test", "test"),),
-                                                                      columns=(("text", "text"), ("label", "label")))),)),
+                                        columns=(("text", "text"), ("label", "label")))),)),
     ("transfer", "sst5"): HubSource("SetFit/sst5", "e51bdcd8cd3a30da231967c1a249ba59361279a3", splits=_TVT,
                                     columns=(("text", "text"), ("label", "label"))),
     ("transfer", "trec"): HubSource("CogComp/trec", splits=(("train", "train"), ("test", "test")),
@@ -184,7 +193,8 @@ HUB = {
     ("sentences", "wiki1m"): HubSource("princeton-nlp/datasets-for-simcse", _SIMCSE_FILES,
         data_files="wiki1m_for_simcse.txt",
         splits=(("train", "train"),)),
-    ("documents", "wikitext103"): HubSource("Salesforce/wikitext", config="wikitext-103-raw-v1", splits=(("train", "train"),)),
+    ("documents", "wikitext103"): HubSource("Salesforce/wikitext", config="wikitext-103-raw-v1",
+                                            splits=(("train", "train"),)),
     ("documents", "openwebtext"): HubSource("Skylion007/openwebtext", splits=(("train", "train"),)),  # streamed
 }
 
@@ -203,8 +213,10 @@ def hub_frame(source: HubSource, split: str, what: str) -> pd.DataFrame:
     df = ds.to_pandas()
     cols = dict(source.columns)
     for ours, theirs in cols.items():
-        if theirs not in df.columns: raise SentclError(f"hub dataset {source.path}: column {theirs!r} missing; has {list(df.columns)}")
-        if source.label_names and ours.startswith("label"): df[theirs] = [ds.features[theirs].int2str(int(v)) for v in df[theirs]]
+        if theirs not in df.columns:
+            raise SentclError(f"hub dataset {source.path}: column {theirs!r} missing; has {list(df.columns)}")
+        if source.label_names and ours.startswith("label"):
+            df[theirs] = [ds.features[theirs].int2str(int(v)) for v in df[theirs]]
     if cols: df = df[list(cols.values())].set_axis(list(cols), axis=1)
     df.attrs.update(source=f"{source.path}@{source.revision}:{source.hub_split(split)}")
     return df
@@ -265,7 +277,8 @@ def _nli_labels(df: pd.DataFrame) -> pd.DataFrame:
     for i, x in enumerate(df["label"].tolist()):
         try: out.append(normalize_label(x))
         except ValueError as e:
-            where = f"{df.attrs.get('source', 'data')}:{lines[i]}" if lines else f"{df.attrs.get('source', 'data')} row {i}"
+            source = df.attrs.get('source', 'data')
+            where = f"{source}:{lines[i]}" if lines else f"{source} row {i}"
             raise SentclError(f"{where}: {e}") from None
     keep = np.array([o is not None for o in out], dtype=bool)
     res = pd.DataFrame({"premise": df["premise"].to_numpy()[keep], "hypothesis": df["hypothesis"].to_numpy()[keep],
@@ -331,10 +344,12 @@ def load_nli_triplets(name: str = "snli", # an NLI corpus, or `simcse` (hub file
                       split: str = "train", data_dir=None) -> pd.DataFrame:
     "SimCSE-style triplets `sentence, positive, hard_negative` (premise, an entailment, a contradiction)."
     root = data_root(data_dir)
-    if root is None and ("triplets", name) in HUB: return hub_frame(HUB["triplets", name], split, f"NLI triplets {name}")
+    if root is None and ("triplets", name) in HUB:
+        return hub_frame(HUB["triplets", name], split, f"NLI triplets {name}")
     if root is not None and (p := _find_table(root, f"nli/{name}", split)) is not None:
         with _open_text(p) as f: header = f.readline().rstrip("\r\n").split("\t")
-        if "hard_negative" in header: return read_tsv(p, ("sentence", "positive", "hard_negative"))[["sentence", "positive", "hard_negative"]]
+        columns = ["sentence", "positive", "hard_negative"]
+        if "hard_negative" in header: return read_tsv(p, tuple(columns))[columns]
     if root is not None and ("triplets", name) in HUB:
         raise _missing(f"NLI triplets {name}:{split}", root/"nli"/name/f"{split}.tsv[.gz]", _hub_id("triplets", name))
     return nli_triplets(load_nli(name, split, data_dir))
@@ -347,7 +362,8 @@ def _floats(df: pd.DataFrame, col: str) -> np.ndarray:
         for i, v in enumerate(df[col]):
             try: float(v)
             except ValueError:
-                raise SentclError(f"{df.attrs.get('source')}:{df.attrs['lines'][i]}: {col} {v!r} is not a number") from None
+                where = f"{df.attrs.get('source')}:{df.attrs['lines'][i]}"
+                raise SentclError(f"{where}: {col} {v!r} is not a number") from None
         raise
 
 def load_sts(task: str, # one of STS_TASKS (or any `sts/<task>` folder, e.g. `stsb_raw`)
@@ -362,7 +378,8 @@ def load_sts(task: str, # one of STS_TASKS (or any `sts/<task>` folder, e.g. `st
         p = _find_table(root, f"sts/{task}", split)
         if p is None: raise _missing(f"STS {task}:{split}", root/"sts"/task/f"{split}.tsv[.gz]", _hub_id("sts", task))
         df = read_tsv(p, ("sentence1", "sentence2", "score"))
-    out = pd.DataFrame({"sentence1": df.sentence1.to_numpy(), "sentence2": df.sentence2.to_numpy(), "score": _floats(df, "score"),
+    out = pd.DataFrame({"sentence1": df.sentence1.to_numpy(), "sentence2": df.sentence2.to_numpy(),
+                        "score": _floats(df, "score"),
                         "source": df["source"].to_numpy() if "source" in df else task})
     out.attrs = dict(df.attrs); out.attrs.pop("lines", None)
     return out
@@ -378,7 +395,8 @@ def load_clustering(name: str, # one of CLUSTERING_SETS, or any `clustering/<nam
                     data_dir=None) -> pd.DataFrame:
     "A clustering set as `text, label`."
     root = data_root(data_dir)
-    if root is None: raise _missing(f"clustering set {name!r}", "nothing: clustering sets are read from a data directory only")
+    if root is None:
+        raise _missing(f"clustering set {name!r}", "nothing: clustering sets are read from a data directory only")
     p = _find_table(root, f"clustering/{name}", "all")
     if p is None: raise _missing(f"clustering set {name!r}", root/"clustering"/name/"all.tsv[.gz]")
     df = read_tsv(p, ("text", "label"))
@@ -400,7 +418,8 @@ def load_transfer(name: str, # one of TRANSFER_SETS
     root, src = data_root(data_dir), HUB.get(("transfer", name))
     if root is None and name == "sicke": return _sick_entailment(split)
     if root is None and src is None: raise _missing(f"transfer set {name!r}", "the hub registry (unknown name)")
-    has = (lambda s: s in dict(src.splits)) if root is None else (lambda s: _find_table(root, f"transfer/{name}", s) is not None)
+    has = ((lambda s: s in dict(src.splits)) if root is None
+           else (lambda s: _find_table(root, f"transfer/{name}", s) is not None))
     splits = [split] if exists(split) else ["all"] if has("all") else [s for s in ("train", "dev", "test") if has(s)]
     if not splits: raise _missing(f"transfer set {name!r}", root/"transfer"/name, _hub_id("transfer", name))
     frames = []
@@ -408,7 +427,9 @@ def load_transfer(name: str, # one of TRANSFER_SETS
         if root is None: df = hub_frame(src, s, f"transfer set {name}:{s}")
         else:
             p = _find_table(root, f"transfer/{name}", s)
-            if p is None: raise _missing(f"transfer set {name}:{s}", root/"transfer"/name/f"{s}.tsv[.gz]", _hub_id("transfer", name))
+            if p is None:
+                raise _missing(f"transfer set {name}:{s}", root/"transfer"/name/f"{s}.tsv[.gz]",
+                               _hub_id("transfer", name))
             df = read_tsv(p, ("sentence1", "sentence2", "label") if name in PAIR_TRANSFER_SETS else ("text", "label"))
             df.attrs.pop("lines", None)
         if len(splits) > 1: df = df.assign(split=s)
@@ -441,13 +462,15 @@ def load_probing(task:str, # a key of PROBING_TASKS
                  split:str|None=None, # train, dev or test; None: all three, with a `split` column
                  data_dir=None) -> pd.DataFrame:
     "A SentEval probing task as `text, label[, split]`."
-    if task not in PROBING_TASKS: raise SentclError(f"unknown probing task {task!r}; choose one of {', '.join(PROBING_TASKS)}")
+    if task not in PROBING_TASKS:
+        raise SentclError(f"unknown probing task {task!r}; choose one of {', '.join(PROBING_TASKS)}")
     if exists(split) and split not in _PROBING_SPLITS.values():
         raise SentclError(f"probing task {task} has no split {split!r}; valid: train, dev, test")
     p = _probing_file(task, data_dir)
     with _open_text(p) as f: rows = [l.rstrip("\n").split("\t") for l in f if l.strip()]
     bad = next((i for i, r in enumerate(rows) if len(r) < 3 or r[0] not in _PROBING_SPLITS), None)
-    if bad is not None: raise SentclError(f"{p}:{bad + 1}: expected 'tr|va|te<TAB>label<TAB>sentence', got {rows[bad][:3]}")
+    if bad is not None:
+        raise SentclError(f"{p}:{bad + 1}: expected 'tr|va|te<TAB>label<TAB>sentence', got {rows[bad][:3]}")
     df = pd.DataFrame({"text": [r[-1] for r in rows], "label": [r[1] for r in rows],
                        "split": [_PROBING_SPLITS[r[0]] for r in rows]})
     df.attrs.update(source=str(p))
@@ -474,12 +497,17 @@ def load_sentences(name: str = "wiki1m", # `wiki/<name>*.txt[.gz]` in the data d
     "One-sentence-per-line corpus as a list of strings (empty lines skipped)."
     root = data_root(data_dir)
     if root is None:
-        if ("sentences", name) not in HUB: raise _missing(f"sentence corpus {name!r}", "the hub registry (unknown name)")
-        out = [s.strip() for s in hub_frame(HUB["sentences", name], "train", f"sentence corpus {name}")["text"] if s.strip()]
+        if ("sentences", name) not in HUB:
+            raise _missing(f"sentence corpus {name!r}", "the hub registry (unknown name)")
+        texts = hub_frame(HUB["sentences", name], "train", f"sentence corpus {name}")["text"]
+        out = [s.strip() for s in texts if s.strip()]
     else:
         files = _text_files(root/"wiki", name + "*")
-        if not files: raise _missing(f"sentence corpus {name!r}", root/"wiki"/f"{name}*.txt[.gz]", _hub_id("sentences", name))
-        if len(files) > 1: raise SentclError(f"sentence corpus {name!r} is ambiguous: {[f.name for f in files]} match in {root/'wiki'}; use a longer name")
+        if not files:
+            raise _missing(f"sentence corpus {name!r}", root/"wiki"/f"{name}*.txt[.gz]", _hub_id("sentences", name))
+        if len(files) > 1:
+            raise SentclError(f"sentence corpus {name!r} is ambiguous: {[f.name for f in files]} match in "
+                              f"{root/'wiki'}; use a longer name")
         out = read_lines(files[0])
     return out[:limit] if exists(limit) else out
 
@@ -582,7 +610,8 @@ def load_documents(data_dir=None,
     return [d for d in docs if d]
 
 # %% ../nbs/02_data.ipynb #6bfe892c
-DEFAULT_CORPUS = {"nli": "snli", "sentences": "wiki1m", "documents": "documents"} # what each kind of view reads by default
+# what each kind of view reads by default
+DEFAULT_CORPUS = {"nli": "snli", "sentences": "wiki1m", "documents": "documents"}
 CORPUS_KINDS = tuple(DEFAULT_CORPUS)
 CORPUS_ALIASES = {"nli_for_simcse": "simcse", "wiki1m_for_simcse": "wiki1m"} # SimCSE's file names
 

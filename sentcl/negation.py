@@ -39,7 +39,8 @@ def nlp_id(nlp) -> str:
     return f"{nlp.meta.get('lang')}_{nlp.meta.get('name')}-{nlp.meta.get('version')}-spacy{spacy.__version__}"
 
 # %% ../nbs/03_negation.ipynb #82af21f0
-_NOT_SUFFIX = {"am", "is", "was", "are", "were", "can", "could", "will", "would", "shall", "should", "may", "must", "might"}
+_NOT_SUFFIX = {"am", "is", "was", "are", "were", "can", "could", "will", "would", "shall", "should", "may", "must",
+               "might"}
 _DO = {"VBP": "do", "VBZ": "does", "VBD": "did"}
 
 def negate_doc(doc, official: bool = False) -> str:
@@ -87,7 +88,8 @@ def _negate_chunk(sentences: list[str], cache: bool, official: bool, batch_size:
     if path is not None and path.exists():
         out = json.loads(path.read_text(encoding="utf-8"))
         if len(out) == len(sentences): return out
-        logging.getLogger(__name__).warning("ignoring negation cache %s: %d entries for %d sentences", path, len(out), len(sentences))
+        logging.getLogger(__name__).warning("ignoring negation cache %s: %d entries for %d sentences",
+                                            path, len(out), len(sentences))
     stripped = [s.strip() for s in sentences]
     todo = [i for i, s in enumerate(stripped) if not (official and _needs_official_fallback(s))]
     out = [f"Not {s} ." for s in stripped]  # official fallback; overwritten below for parsed sentences
@@ -106,5 +108,6 @@ def negate_batch(sentences, # list of sentences
     sentences, nlp, out = list(sentences), nlp or get_nlp(), []
     for c in range(0, len(sentences), chunk_size):
         out += _negate_chunk(sentences[c:c + chunk_size], cache, official, batch_size, nlp)
-        if len(sentences) > chunk_size: logging.getLogger(__name__).info("negated %d/%d sentences", len(out), len(sentences))
+        if len(sentences) > chunk_size:
+            logging.getLogger(__name__).info("negated %d/%d sentences", len(out), len(sentences))
     return out

@@ -48,7 +48,8 @@ def warmup_steps(warmup:float, total:int) -> int:
     "Warm-up steps: `warmup` × `total` when `warmup` < 1, else `warmup` steps."
     return int(round(warmup * total)) if warmup < 1 else int(warmup)
 
-def build_scheduler(optimizer:torch.optim.Optimizer, config:MethodConfig, total:int) -> torch.optim.lr_scheduler.LambdaLR:
+def build_scheduler(optimizer:torch.optim.Optimizer, config:MethodConfig,
+                    total:int) -> torch.optim.lr_scheduler.LambdaLR:
     "The config's learning-rate schedule over `total` steps, as a multiplier on every group's rate."
     warm = warmup_steps(config.warmup, total)
     return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda t: lr_multiplier(

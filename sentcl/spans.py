@@ -53,7 +53,8 @@ def sample_spans(n_tokens: int, # document length in (subword) tokens
     if n_tokens < min_document_tokens(num_anchors, max_span):
         raise ValueError(f"document has {n_tokens} tokens; sample_spans needs at least num_anchors*max_span*2 = "
                          f"{min_document_tokens(num_anchors, max_span)}: skip it, or lower max_span / num_anchors")
-    if not 0 < min_span <= max_span: raise ValueError(f"need 0 < min_span <= max_span, got min_span={min_span}, max_span={max_span}")
+    if not 0 < min_span <= max_span:
+        raise ValueError(f"need 0 < min_span <= max_span, got min_span={min_span}, max_span={max_span}")
     if sampling not in SAMPLINGS: raise ValueError(f"sampling must be one of {SAMPLINGS}, got {sampling!r}")
     rng = rng if rng is not None else np.random.default_rng()
     L, out = max_span, []
@@ -61,7 +62,9 @@ def sample_spans(n_tokens: int, # document length in (subword) tokens
     for a in range(num_anchors):
         anchor_len = _span_length(rng, 4, 2, min_span, max_span)
         left = num_anchors - a
-        idx = int(rng.choice([0, len(starts) - 1])) if len(starts) // left < left else int(rng.integers(len(starts)))  # edge guard as released
+        # edge guard as released
+        idx = (int(rng.choice([0, len(starts) - 1])) if len(starts) // left < left
+               else int(rng.integers(len(starts))))
         a_start = int(rng.integers(starts[idx], starts[idx] + L - anchor_len + 1))
         a_end = a_start + anchor_len
         del starts[max(0, idx - 1): idx + 2]  # the chosen chunk and its neighbours

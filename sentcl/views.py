@@ -40,7 +40,8 @@ class View:
     def batch_indices(self, batch_size: int, seed: int = 0, epoch: int = 0, drop_last: bool = True) -> list[np.ndarray]:
         "Example indices of each batch: a permutation seeded by (seed, epoch), cut into batches."
         order = np.random.default_rng([seed, epoch]).permutation(self.n)
-        return [order[i:i + batch_size] for i in range(0, self.num_batches(batch_size, drop_last) * batch_size, batch_size)]
+        stop = self.num_batches(batch_size, drop_last) * batch_size
+        return [order[i:i + batch_size] for i in range(0, stop, batch_size)]
 
     def batches(self, batch_size: int, seed: int = 0, epoch: int = 0, drop_last: bool = True, start: int = 0):
         "Yield the batches of one epoch from batch index `start` on."
@@ -55,9 +56,11 @@ def _nli_frame(data, view: str) -> pd.DataFrame:
     "Check that `data` is an NLI DataFrame with known labels (SimCSE triplets become their pairs)."
     if is_triplets(data): data = triplet_pairs(data)
     if not isinstance(data, pd.DataFrame) or not {"premise", "hypothesis", "label"} <= set(data.columns):
-        raise TypeError(f"view {view!r} needs an NLI DataFrame with columns premise, hypothesis, label (sentcl.data.load_nli), got {type(data).__name__}")
+        raise TypeError(f"view {view!r} needs an NLI DataFrame with columns premise, hypothesis, label "
+                        f"(sentcl.data.load_nli), got {type(data).__name__}")
     bad = set(data.label) - set(LABELS)
-    if bad: raise ValueError(f"view {view!r}: labels {sorted(map(str, bad))} are not {LABELS}; load the data with sentcl.data.load_nli")
+    if bad: raise ValueError(f"view {view!r}: labels {sorted(map(str, bad))} are not {LABELS}; "
+                             "load the data with sentcl.data.load_nli")
     return data.reset_index(drop=True)
 
 # %% ../nbs/05_views.ipynb #314ae5f6
@@ -104,9 +107,12 @@ class PremiseGroupsView(NLI3View):
         self.members = np.split(order, np.flatnonzero(np.diff(self.group[order])) + 1)  # rows of each group
 
     def batch_indices(self, batch_size, seed=0, epoch=0, drop_last=True):
-        if not self.shuffle: return [np.arange(i, min(i + batch_size, self.n)) for i in range(0, super().num_batches(batch_size, drop_last) * batch_size, batch_size)]
+        if not self.shuffle:
+            stop = super().num_batches(batch_size, drop_last) * batch_size
+            return [np.arange(i, min(i + batch_size, self.n)) for i in range(0, stop, batch_size)]
         big = max(len(m) for m in self.members)
-        if big > batch_size: raise ValueError(f"a premise has {big} hypotheses but batch_size is {batch_size}; groups are never split: raise the batch size")
+        if big > batch_size: raise ValueError(f"a premise has {big} hypotheses but batch_size is {batch_size}; "
+                                              "groups are never split: raise the batch size")
         out, cur, size = [], [], 0
         for g in np.random.default_rng([seed, epoch]).permutation(len(self.members)):
             if size + len(self.members[g]) > batch_size: out.append(np.concatenate(cur)); cur, size = [], 0
@@ -119,13 +125,15 @@ class PremiseGroupsView(NLI3View):
         return len(self.batch_indices(batch_size, seed, epoch, drop_last))
 
     def make_batch(self, idx, rng):
-        return {**super().make_batch(idx, rng), "groups": torch.as_tensor(pd.factorize(self.group[idx])[0], dtype=torch.int64)}
+        groups = torch.as_tensor(pd.factorize(self.group[idx])[0], dtype=torch.int64)
+        return {**super().make_batch(idx, rng), "groups": groups}
 
 # %% ../nbs/05_views.ipynb #ee2a4336
 def _sentences(data, view: str) -> list[str]:
     "Check that `data` is a list of strings."
     if isinstance(data, (str, pd.DataFrame)) or not all(isinstance(s, str) for s in data):
-        raise TypeError(f"view {view!r} needs a list of sentences (sentcl.data.load_sentences), got {type(data).__name__}")
+        raise TypeError(f"view {view!r} needs a list of sentences (sentcl.data.load_sentences), "
+                        f"got {type(data).__name__}")
     return list(data)
 
 class DropoutView(View):
@@ -157,7 +165,8 @@ class TripletsView(View):
     def __init__(self, data):
         if isinstance(data, pd.DataFrame) and not {"sentence", "positive", "hard_negative"} <= set(data.columns):
             data = nli_triplets(_nli_frame(data, self.name))
-        if not isinstance(data, pd.DataFrame): raise TypeError(f"view 'triplets' needs an NLI or triplet DataFrame, got {type(data).__name__}")
+        if not isinstance(data, pd.DataFrame):
+            raise TypeError(f"view 'triplets' needs an NLI or triplet DataFrame, got {type(data).__name__}")
         self.cols = {c: data[c].tolist() for c in ("sentence", "positive", "hard_negative")}
         super().__init__(len(data))
 
@@ -181,7 +190,8 @@ class SpansView(View):
                  min_span: int = 32, max_span: int = 512,
                  sampling: str | None = None, # positives: None (anywhere near, released), "adjacent", "subsumed"
                  strict: bool = False): # raise instead of skipping documents that are too short
-        if tokenizer is None: raise TypeError("view 'spans' needs the model's tokenizer (tokenizer=encoder.tokenizer): spans are measured in its tokens")
+        if tokenizer is None: raise TypeError("view 'spans' needs the model's tokenizer (tokenizer=encoder.tokenizer): "
+                                              "spans are measured in its tokens")
         docs = _sentences(data, self.name)
         self.tokenizer = tokenizer
         self.kw = dict(num_anchors=num_anchors, num_positives=num_positives, min_span=min_span, max_span=max_span,
@@ -189,9 +199,11 @@ class SpansView(View):
         need = min_document_tokens(num_anchors, max_span)
         lengths = [len(self.tokens(d)) for d in docs]
         short = sum(n < need for n in lengths)
-        msg = (f"view 'spans': {short} of {len(docs)} documents have fewer than num_anchors*max_span*2 = {need} subword tokens")
+        msg = (f"view 'spans': {short} of {len(docs)} documents have fewer than "
+               f"num_anchors*max_span*2 = {need} subword tokens")
         if short and strict: raise ValueError(msg + "; filter the corpus or lower max_span / num_anchors")
-        if short == len(docs): raise SentclError(msg + ": nothing to train on; lower max_span / num_anchors or use longer documents")
+        if short == len(docs):
+            raise SentclError(msg + ": nothing to train on; lower max_span / num_anchors or use longer documents")
         if short: log.warning(msg + "; skipped them (strict=True raises instead)")
         self.docs = [d for d, n in zip(docs, lengths) if n >= need]
         self.skipped = short
@@ -211,7 +223,8 @@ class SpansView(View):
         return {"anchors": anchors, "positives": positives, "num_positives": self.kw["num_positives"]}
 
 # %% ../nbs/05_views.ipynb #8df44a92
-VIEWS = {v.name: v for v in (PairsView, PremiseGroupsView, NLI3View, NegationView, SpansView, DropoutView, TripletsView)}
+VIEWS = {v.name: v for v in (PairsView, PremiseGroupsView, NLI3View, NegationView, SpansView, DropoutView,
+                              TripletsView)}
 
 def build_view(name: str, # one of VIEWS
                data, # what the view reads: NLI/triplet DataFrame, sentences or documents
