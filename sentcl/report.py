@@ -10,12 +10,12 @@ from pathlib import Path
 
 from .catalog import EXPERIMENTS
 from .core import SentclError, atomic_write
-from .experiments import check_results, published, read_json
+from .experiments import check_results, get_preset, measured_value, published, read_json
 from .paper_numbers import PAPERS, load_published
 
 # %% auto #0
-__all__ = ['REPRODUCED_WITHIN', 'collect_results', 'collect_failures', 'row_status', 'experiment_section', 'report_markdown',
-           'write_report']
+__all__ = ['REPRODUCED_WITHIN', 'collect_results', 'collect_failures', 'row_status', 'stand_ins_used', 'experiment_section',
+           'report_markdown', 'write_report']
 
 # %% ../nbs/13c_report.ipynb #93a272bd
 def collect_results(*roots) -> dict:
@@ -116,7 +116,21 @@ def _provenance(doc:dict) -> str:
     return (f"preset **{doc['preset']}** ({doc['kind']}); model(s) {', '.join(f'`{m}`' for m in models)}; "
             f"training data {', '.join(data) or '–'}; {', '.join(steps) or 'no training'}; seeds {seeds or '–'}; "
             f"{hw.get('gpu') or hw.get('cpu')} ({hw.get('cores')} cores); {doc['created'][:10]}"
-            + ("" if doc["complete"] else "; **incomplete**"))
+            + ("" if doc["complete"] else "; **incomplete**") + _stand_in_note(doc))
+
+def stand_ins_used(doc:dict) -> dict:
+    "{column: the measurement that stood in for it} in a results document (a small preset's cheaper stand-ins)."
+    stand_ins, used = get_preset(doc["preset"]).stand_ins, {}
+    for r in doc["runs"]:
+        for column, other in stand_ins.items():
+            if measured_value(r["eval"], column) is None and measured_value(r["eval"], other) is not None:
+                used[column] = other
+    return used
+
+def _stand_in_note(doc:dict) -> str:
+    used = stand_ins_used(doc)
+    if not used: return ""
+    return ". Stand-ins (`sentcl.experiments` presets): " + ", ".join(f"`{c}` is `{o}`" for c, o in used.items())
 
 # %% ../nbs/13c_report.ipynb #e12f37e7
 def _figure_lines(doc:dict, out:Path) -> list[str]:
