@@ -8,14 +8,16 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pandas as pd
+
 from .catalog import EXPERIMENTS
 from .core import SentclError, atomic_write
-from .experiments import check_results, get_preset, measured_value, published, read_json
+from .experiments import check_results, get_preset, measured_value, plan_runs, published, read_json
 from .paper_numbers import PAPERS, load_published
 
 # %% auto #0
 __all__ = ['REPRODUCED_WITHIN', 'collect_results', 'collect_failures', 'row_status', 'stand_ins_used', 'experiment_section',
-           'report_markdown', 'write_report']
+           'report_markdown', 'write_report', 'paper_experiments']
 
 # %% ../nbs/13c_report.ipynb #93a272bd
 def collect_results(*roots) -> dict:
@@ -193,3 +195,23 @@ def write_report(roots, # batch folders (`sentcl experiments run --out`)
     path = out/"report.md"
     with atomic_write(path, "w", encoding="utf-8") as f: f.write(text)
     return path
+
+# %% ../nbs/13c_report.ipynb #221af4c4
+def paper_experiments(paper:str, # a key of `sentcl.paper_numbers.PAPERS`
+                      *roots, # batch folders whose results count (e.g. the CPU study's `results/cpu`)
+                     ) -> pd.DataFrame:
+    "One row per experiment of `paper`: what it reproduces, its runs under `paper`, and where its results stand."
+    if paper not in PAPERS: raise SentclError(f"unknown paper {paper!r}; choose one of {', '.join(PAPERS)}")
+    results = collect_results(*roots) if roots else {}
+    rows = []
+    for name, exp in EXPERIMENTS.items():
+        if exp.paper != paper: continue
+        doc = results.get(name)
+        measured = [c for c in doc["contrasts"] if c["status"] != "not measured"] if doc else []
+        held = sum(c["status"] == "supported" for c in measured)
+        n = sum(r.method is not None for r in plan_runs(exp, "paper", "/x"))  # planned only: nothing is loaded
+        rows.append({"experiment": name, "reproduces": ", ".join(published(paper, t)["ref"] for t in exp.tables),
+                     "paper preset": f"{n} training{'s' * (n != 1)}",
+                     "result": "not run" if doc is None else f"{doc['preset']}: {len(doc['runs'])} runs, "
+                               f"{held}/{len(measured)} claim columns supported"})
+    return pd.DataFrame(rows)
