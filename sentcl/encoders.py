@@ -372,7 +372,7 @@ def encode(self:SentenceEncoder,
            batch_size:int=64, # sentences per forward pass
            settings:EncoderSettings=None, # None = the encoder's own
            normalize:bool=None, # True/False switches L2 normalisation on/off for this call; None = the settings'
-           show_progress:bool=None, # None = a progress bar for 2,000 sentences or more
+           show_progress:bool=None, # None = a bar for 2,000 sentences or more, unless $TQDM_DISABLE is set
            # 'fp32' (None), 'bf16', 'fp16' or 'auto': autocast of the forward passes, see `sentcl.precision`
            precision:str=None,
           ) -> np.ndarray: # float32, (n, dim), in input order
@@ -390,8 +390,9 @@ def encode(self:SentenceEncoder,
     try:
         # one context: weights cast once
         with torch.inference_mode(), autocast_context(default(precision, "fp32"), self.device):
-            bar = tqdm(range(0, len(order), batch_size), disable=not default(show_progress, len(sentences) >= 2000),
-                       desc="encode", unit="batch")
+            auto = len(sentences) >= 2000 and not os.environ.get("TQDM_DISABLE")  # batch runs switch bars off
+            bar = tqdm(range(0, len(order), batch_size), disable=not default(show_progress, auto), desc="encode",
+                       unit="batch")
             for s in bar:
                 idx = order[s:s + batch_size]
                 emb = self(self._pad([items[i] for i in idx]), settings).float()            # (b, dim)

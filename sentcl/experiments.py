@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import torch
 from fastcore.basics import patch
 
 from .cards import write_model_card
@@ -26,6 +27,7 @@ from .eval import evaluate
 from .method_base import MethodConfig
 from .methods import get_method
 from .paper_numbers import PAPERS, load_published
+from .precision import resolve_precision
 from .train import PRESETS, RunOptions, resolve, train
 from .views import VIEWS
 
@@ -240,7 +242,11 @@ def _train_run(exp:Experiment, arm:Arm, preset:ExperimentPreset, seed, folder:Pa
     train_folder = store/f"{arm.method}-{training_key(arm.method, config, options)}"
     return Run(exp.name, arm.name, config.seed, arm.method, config.model, over, config,
                dataclasses.replace(options, out=str(train_folder)), exp.tasks[preset.name], config.eval_protocol,
-               dict(exp.eval_options.get(preset.name, {})), str(folder), str(train_folder))
+               _eval_options(exp, preset), str(folder), str(train_folder))
+
+def _eval_options(exp:Experiment, preset:ExperimentPreset) -> dict:
+    "The `evaluate` keyword arguments of `exp`'s runs under `preset`: its own, and the preset's precision."
+    return {"precision": preset.eval_precision, **exp.eval_options.get(preset.name, {})}
 
 def _reference_run(exp:Experiment, arm:Arm, preset:ExperimentPreset, folder:Path, model, data_dir) -> Run:
     "The `Run` of an untrained arm: its model evaluated as it is."
@@ -250,7 +256,7 @@ def _reference_run(exp:Experiment, arm:Arm, preset:ExperimentPreset, folder:Path
                           f"preset names one; pass model=")
     extra = {k: v for k, v in (("pooling", arm.pooling), ("template", arm.template)) if v is not None}
     return Run(exp.name, arm.name, None, None, target, {}, None, None, exp.tasks[preset.name], exp.protocol,
-               {**exp.eval_options.get(preset.name, {}), **extra, "data_dir": data_dir}, str(folder), None)
+               {**_eval_options(exp, preset), **extra, "data_dir": data_dir}, str(folder), None)
 
 # %% ../nbs/13_experiments.ipynb #33690c40
 def plan_runs(exp:Experiment, # the experiment
@@ -343,9 +349,11 @@ def _update_card(run:Run, doc:dict):
 def evaluate_run(run:Run, log=print) -> dict:
     "Evaluate `run`'s model (its trained folder, or the untrained model) unless its eval.json is complete."
     path = Path(run.folder)/"eval.json"
-    done = read_json(path)
-    if done and done.get("complete") and done.get("settings", {}).get("tasks") == run.tasks: return done
-    options = dict(run.eval_options)
+    done, options = read_json(path), dict(run.eval_options)
+    settings = (done or {}).get("settings", {})
+    wanted = resolve_precision(options.get("precision", "fp32"), "cuda" if torch.cuda.is_available() else "cpu")
+    same = settings.get("tasks") == run.tasks and settings.get("precision") == wanted
+    if done and done.get("complete") and same: return done
     data_dir = options.pop("data_dir", None) if run.method is None else run.options.data_dir
     model = run.model if run.method is None else str(Path(run.train_folder)/"model")
     log(f"  evaluate {run.key}: {run.tasks}")

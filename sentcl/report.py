@@ -8,14 +8,16 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pandas as pd
+
 from .catalog import EXPERIMENTS
 from .core import SentclError, atomic_write
-from .experiments import check_results, published, read_json
+from .experiments import check_results, get_preset, measured_value, plan_runs, published, read_json
 from .paper_numbers import PAPERS, load_published
 
 # %% auto #0
-__all__ = ['REPRODUCED_WITHIN', 'collect_results', 'collect_failures', 'row_status', 'experiment_section', 'report_markdown',
-           'write_report']
+__all__ = ['REPRODUCED_WITHIN', 'collect_results', 'collect_failures', 'row_status', 'stand_ins_used', 'experiment_section',
+           'report_markdown', 'write_report', 'paper_experiments']
 
 # %% ../nbs/13c_report.ipynb #93a272bd
 def collect_results(*roots) -> dict:
@@ -116,7 +118,21 @@ def _provenance(doc:dict) -> str:
     return (f"preset **{doc['preset']}** ({doc['kind']}); model(s) {', '.join(f'`{m}`' for m in models)}; "
             f"training data {', '.join(data) or '–'}; {', '.join(steps) or 'no training'}; seeds {seeds or '–'}; "
             f"{hw.get('gpu') or hw.get('cpu')} ({hw.get('cores')} cores); {doc['created'][:10]}"
-            + ("" if doc["complete"] else "; **incomplete**"))
+            + ("" if doc["complete"] else "; **incomplete**") + _stand_in_note(doc))
+
+def stand_ins_used(doc:dict) -> dict:
+    "{column: the measurement that stood in for it} in a results document (a small preset's cheaper stand-ins)."
+    stand_ins, used = get_preset(doc["preset"]).stand_ins, {}
+    for r in doc["runs"]:
+        for column, other in stand_ins.items():
+            if measured_value(r["eval"], column) is None and measured_value(r["eval"], other) is not None:
+                used[column] = other
+    return used
+
+def _stand_in_note(doc:dict) -> str:
+    used = stand_ins_used(doc)
+    if not used: return ""
+    return ". Stand-ins (`sentcl.experiments` presets): " + ", ".join(f"`{c}` is `{o}`" for c, o in used.items())
 
 # %% ../nbs/13c_report.ipynb #e12f37e7
 def _figure_lines(doc:dict, out:Path) -> list[str]:
@@ -179,3 +195,23 @@ def write_report(roots, # batch folders (`sentcl experiments run --out`)
     path = out/"report.md"
     with atomic_write(path, "w", encoding="utf-8") as f: f.write(text)
     return path
+
+# %% ../nbs/13c_report.ipynb #221af4c4
+def paper_experiments(paper:str, # a key of `sentcl.paper_numbers.PAPERS`
+                      *roots, # batch folders whose results count (e.g. the CPU study's `results/cpu`)
+                     ) -> pd.DataFrame:
+    "One row per experiment of `paper`: what it reproduces, its runs under `paper`, and where its results stand."
+    if paper not in PAPERS: raise SentclError(f"unknown paper {paper!r}; choose one of {', '.join(PAPERS)}")
+    results = collect_results(*roots) if roots else {}
+    rows = []
+    for name, exp in EXPERIMENTS.items():
+        if exp.paper != paper: continue
+        doc = results.get(name)
+        measured = [c for c in doc["contrasts"] if c["status"] != "not measured"] if doc else []
+        held = sum(c["status"] == "supported" for c in measured)
+        n = sum(r.method is not None for r in plan_runs(exp, "paper", "/x"))  # planned only: nothing is loaded
+        rows.append({"experiment": name, "reproduces": ", ".join(published(paper, t)["ref"] for t in exp.tables),
+                     "paper preset": f"{n} training{'s' * (n != 1)}",
+                     "result": "not run" if doc is None else f"{doc['preset']}: {len(doc['runs'])} runs, "
+                               f"{held}/{len(measured)} claim columns supported"})
+    return pd.DataFrame(rows)

@@ -58,6 +58,7 @@ EXCLUDED_DIRS = {"experiments"}        # nbs/ folders that are not docs pages (p
 SECTION_TITLES = {"papers": "Papers", "experiments": "Experiments", "": "Guides"}
 # Pages written by other work, included when present: (nav title, folder, file patterns).
 EXTRA_SOURCES = [("Reports", "reports", ("*.md", "*.ipynb")), ("Reports", "report", ("*.md", "*.ipynb")),
+                 ("Results", "results", ("*.ipynb",)),  # executed experiment notebooks (`sentcl experiments run`)
                  ("Benchmarks", "benchmarks", ("*.md", "*.ipynb"))]
 ASSET_SUFFIXES = {".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp"}
 OUTPUT_ORDER = ("image/png", "image/svg+xml", "image/jpeg", "text/markdown", "text/html", "text/latex", "text/plain")
