@@ -35,8 +35,8 @@ from .views import VIEWS
 __all__ = ['CPU_CLUSTERING_SETS', 'CPU_TRANSFER_SETS', 'CPU_STAND_INS', 'CPU_STUDY', 'SAMPLE_STAND_INS', 'EXPERIMENT_PRESETS',
            'ALL_PRESETS', 'RESULTS_VERSION', 'RESULTS_SCHEMA', 'ExperimentPreset', 'get_preset', 'published', 'Arm',
            'Contrast', 'Experiment', 'Run', 'arm_overrides', 'training_key', 'plan_runs', 'read_json', 'TrainingLock',
-           'train_run', 'evaluate_run', 'execute_run', 'measured_value', 'check_results', 'measured_rows',
-           'contrast_status', 'contrast_rows', 'select_device', 'ExperimentSession']
+           'train_run', 'evaluated_as_planned', 'evaluate_run', 'execute_run', 'measured_value', 'check_results',
+           'measured_rows', 'contrast_status', 'contrast_rows', 'select_device', 'ExperimentSession']
 
 # %% ../nbs/13_experiments.ipynb #a8363852
 @dataclass(frozen=True)
@@ -350,14 +350,17 @@ def _update_card(run:Run, doc:dict):
             tasks.update(other.get("tasks", {}))
     write_model_card(folder, {"tasks": tasks, "avg": averages(tasks), "settings": doc["settings"]})
 
+def evaluated_as_planned(run:Run, settings:dict) -> bool:
+    "Whether an evaluation's `settings` are what `run` asks for now: its tasks, at its precision ('auto' resolved)."
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    wanted = resolve_precision(run.eval_options.get("precision", "fp32"), device)
+    return settings.get("tasks") == run.tasks and settings.get("precision") == wanted
+
 def evaluate_run(run:Run, log=print) -> dict:
     "Evaluate `run`'s model (its trained folder, or the untrained model) unless its eval.json is complete."
     path = Path(run.folder)/"eval.json"
     done, options = read_json(path), dict(run.eval_options)
-    settings = (done or {}).get("settings", {})
-    wanted = resolve_precision(options.get("precision", "fp32"), "cuda" if torch.cuda.is_available() else "cpu")
-    same = settings.get("tasks") == run.tasks and settings.get("precision") == wanted
-    if done and done.get("complete") and same: return done
+    if done and done.get("complete") and evaluated_as_planned(run, done.get("settings", {})): return done
     data_dir = options.pop("data_dir", None) if run.method is None else run.options.data_dir
     model = run.model if run.method is None else str(Path(run.train_folder)/"model")
     log(f"  evaluate {run.key}: {run.tasks}")
@@ -574,11 +577,11 @@ def _load_finished(self:ExperimentSession):
     old = read_json(self.out/"results.json")
     if not old: return
     self.figures, self.extra = list(old.get("figures", [])), dict(old.get("extra", {}))
-    keys = {r.key for r in self.runs}
+    runs = {r.key: r for r in self.runs}
     for rec in old.get("runs", []):
-        key = rec["arm"] if rec["seed"] is None else f"{rec['arm']}/seed{rec['seed']}"
-        if key in keys and rec.get("describe") == next(r.describe() for r in self.runs if r.key == key):
-            self.records[key] = rec
+        run = runs.get(rec["arm"] if rec["seed"] is None else f"{rec['arm']}/seed{rec['seed']}")
+        if run and rec.get("describe") == run.describe() and evaluated_as_planned(run, rec["eval"]["settings"]):
+            self.records[run.key] = rec  # anything else (another plan, precision or task list) is redone
 
 @patch
 def plan(self:ExperimentSession) -> pd.DataFrame:
