@@ -101,6 +101,9 @@ def job_environment(slot:int, jobs:int) -> dict:
     if not gpus and jobs > 1:
         threads = str(max(1, (os.cpu_count() or 1) // jobs))
         env.update(OMP_NUM_THREADS=threads, MKL_NUM_THREADS=threads)
+        # threads that sleep rather than spin at OpenMP barriers: on a shared CPU, spinning threads of one job
+        # stall the other's (a training step ran 4x slower beside a busy process until this was set)
+        env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     return env
 
 # %% ../nbs/13b_runner.ipynb #65bcf085
