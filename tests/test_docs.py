@@ -51,7 +51,7 @@ def _need_browser():
 # ---------------------------------------------------------------------------------------------------
 # fixtures: the built site, a localhost server, one browser
 
-SOURCES = ("nbs", "sentcl", "docs", "reports", "report", "benchmarks", "tools/docs_build.py", "settings.ini")
+SOURCES = ("nbs", "sentcl", "docs", "reports", "report", "results", "benchmarks", "tools/docs_build.py", "settings.ini")
 
 
 def _newest_source() -> float:
