@@ -17,7 +17,8 @@ Stages (nothing here needs Quarto or the network, except the KaTeX tarball from 
    honoured (`echo`, `output`, `include`, `code-fold`, `fig-cap`), outputs kept (PNG/SVG figures as files,
    tables as HTML, text as code blocks), nbdev's absolute doc links made relative, Pandoc link attributes
    dropped. Each library page ends with an API reference of everything its module's `__all__` exports
-   from that notebook. Markdown and notebook pages under reports/ and benchmarks/ join when they exist.
+   from that notebook. Markdown and notebook pages under reports/ and benchmarks/, and the executed experiment
+   notebooks under results/, join when they exist.
 3. site: mkdocs-material with docs/mkdocs.yml (why mkdocs: see that file) and a generated nav -> `_site/`.
 
 Notebooks are found, not listed: every nbs/**/*.ipynb except the folders in EXCLUDED_DIRS.
@@ -207,10 +208,12 @@ def extra_pages() -> list[Page]:
             if any(p.startswith((".", "_")) for p in rel.parts) or ".ipynb_checkpoints" in rel.parts: continue
             name = "index" if f.stem.lower() in ("readme", "index") else f.stem
             md = PurePosixPath(*rel.parent.parts, name + ".md")
-            text = f.read_text() if f.suffix == ".md" else "\n".join(
-                c.source for c in nbformat.read(f, as_version=4).cells if c.cell_type == "markdown")
+            nb = nbformat.read(f, as_version=4) if f.suffix == ".ipynb" else None
+            text = f.read_text() if nb is None else "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
             default = title if name == "index" else f.stem.replace("_", " ").replace("-", " ").capitalize()
-            pages.append(Page(src=f, md=md, title=_md_title(text, default), section=title,
+            page_title = str((_front_matter(nb) if nb is not None else {}).get("title") or _md_title(text, default))
+            if folder == "results" and len(rel.parts) > 3: page_title += f" ({rel.parts[1]})"  # results/<preset>/...
+            pages.append(Page(src=f, md=md, title=page_title, section=title,
                               order=(0 if name == "index" else 1, _natural(rel.name))))
     return pages
 
