@@ -273,6 +273,34 @@ def bench_all(args, encoder) -> tuple[list[str], dict]:
     return lines, {p: v[0] for p, v in totals.items()}
 
 
+def targets(summary: dict) -> list[str]:
+    "The issue's targets, each with what this run measured and whether it was met (sections skipped are left out)."
+    rows = []
+    def row(name, value, text, ok): rows.append([name, text.format(value), "yes" if ok else "**no**"])
+    if "encode" in summary:
+        v = summary["encode"]["bf16_speedup"]; row("encode bf16 >= 2.5x ST fp32 throughput", v, "{:.2f}x", v >= 2.5)
+    if "sts" in summary:
+        s = summary["sts"]
+        row("STS fp32 <= 0.65x ST time", s["fp32_ratio"], "{:.2f}x", s["fp32_ratio"] <= 0.65)
+        row("STS fp32 scores identical to ST", s["identical"], "{}", s["identical"])
+        row("STS bf16 <= 0.25x ST time", s["bf16_ratio"], "{:.2f}x", s["bf16_ratio"] <= 0.25)
+        row("STS bf16 every score within 0.05 of fp32", s["worst_bf16_diff"], "largest {:.2f}", s["worst_bf16_diff"] <= 0.05)
+    if "clustering" in summary:
+        v = summary["clustering"]["protocol_ratio"]
+        row("clustering protocol <= 0.5x before (identical ACC/NMI)", v, "{:.2f}x", v <= 0.5)
+    if "train" in summary:
+        t = summary["train"]
+        row("training step fp32 <= 1.0x ST fp32", t["fp32"], "{:.2f}x", t["fp32"] <= 1.0)
+        row("training step bf16 <= 0.5x ST fp32", t["bf16"], "{:.2f}x", t["bf16"] <= 0.5)
+    if "all" in summary:
+        a = summary["all"]
+        row("--tasks all fp32 <= 30 min", a["fp32"] / 60, "{:.1f} min", a["fp32"] <= 1800)
+        row("--tasks all bf16 faster than fp32", a["bf16"] / 60, "{:.1f} min", a["bf16"] < a["fp32"])
+    if not rows: return []
+    met = sum(r[2] == "yes" for r in rows)
+    return [*table(["target", "measured", "met"], rows), "", f"{met} of {len(rows)} targets met in this run."]
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     skip = {s.strip() for s in args.skip.split(",") if s.strip()}
@@ -299,6 +327,7 @@ def main(argv=None) -> int:
         say("\n" + "\n".join(lines) + "\n")
     text = ["# Benchmarks", "", "`make bench` (benchmarks/bench.py): sentcl against sentence-transformers on one machine, in one "
             "process; every ratio compares two timings of the same run.", "", "## Machine", "", *info, ""]
+    if goals := targets(summary): text += ["## Targets", "", *goals, ""]
     for name, lines in blocks: text += [f"## {name}", "", *lines, ""]
     text.append(f"Total benchmark time {(time.perf_counter() - t_start) / 60:.1f} min.")
     say("\n".join(text))

@@ -262,7 +262,7 @@ def parse_parameters(items:list[str]) -> dict:
     return params
 
 def add_experiments_arguments(p:argparse.ArgumentParser):
-    "The `sentcl experiments list | run | report` subcommands."
+    "The `sentcl experiments list | run | report | compare` subcommands."
     sub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
     ls = sub.add_parser("list", help="one line per experiment")
     run = sub.add_parser("run", help="execute experiment notebooks with papermill, as a resumable batch")
@@ -282,10 +282,13 @@ def add_experiments_arguments(p:argparse.ArgumentParser):
     rep = sub.add_parser("report", help="write the reproduction report from batch folders")
     rep.add_argument("runs", nargs="+", help="batch folders written by `sentcl experiments run`")
     rep.add_argument("--out", required=True, help="report folder (report.md and its figures)")
+    cmp = sub.add_parser("compare", help="does a rerun reproduce a study? means side by side, within the spread or not")
+    cmp.add_argument("base", help="the batch folder compared against (e.g. the committed results/cpu)")
+    cmp.add_argument("other", help="the rerun's batch folder")
 
 # %% ../nbs/11_cli.ipynb #65be3042
 def run_experiments(args) -> int:
-    "`sentcl experiments`: list, run (the number of failures is the exit status) or report."
+    "`sentcl experiments`: list, run (the number of failures is the exit status), report or compare."
     import pandas as pd
     from sentcl import runner
     wide = pd.option_context("display.width", 200, "display.max_colwidth", 60, "display.max_rows", 500)
@@ -296,6 +299,14 @@ def run_experiments(args) -> int:
         from sentcl.report import write_report
         print(f"report: {write_report(args.runs, args.out)}")
         return 0
+    if args.action == "compare":
+        from sentcl.report import collect_results, compare_results
+        table = compare_results(collect_results(args.base), collect_results(args.other))
+        with wide: print(table.to_string(index=False))
+        outside, exact = int((~table["within spread"]).sum()), int((table["largest seed difference"] == 0).sum())
+        print(f"\n{len(table) - outside} of {len(table)} arm/column means within {args.base}'s spread over seeds; "
+              f"{exact} identical seed by seed")
+        return int(outside > 0)
     params = parse_parameters(args.params)
     if args.dry_run:
         plan = runner.dry_run(args.names, args.preset, args.data_dir, args.out, args.paper, params)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from .catalog import EXPERIMENTS
@@ -17,7 +18,7 @@ from .paper_numbers import PAPERS, load_published
 
 # %% auto #0
 __all__ = ['REPRODUCED_WITHIN', 'collect_results', 'collect_failures', 'row_status', 'stand_ins_used', 'experiment_section',
-           'report_markdown', 'write_report', 'paper_experiments']
+           'report_markdown', 'write_report', 'paper_experiments', 'compare_results']
 
 # %% ../nbs/13c_report.ipynb #93a272bd
 def collect_results(*roots) -> dict:
@@ -220,4 +221,44 @@ def paper_experiments(paper:str, # a key of `sentcl.paper_numbers.PAPERS`
                      "paper preset": f"{n} training{'s' * (n != 1)}",
                      "result": "not run" if doc is None else f"{doc['preset']}: {len(doc['runs'])} runs, "
                                f"{held}/{len(measured)} claim columns supported"})
+    return pd.DataFrame(rows)
+
+# %% ../nbs/13c_report.ipynb #b3ef7577
+def _seed_values_of(doc:dict, arm:str, column:str, table:str) -> dict:
+    "{seed: value} of one arm's published `column` of `table` in a results document, its preset's stand-ins applied."
+    exp = EXPERIMENTS[doc["experiment"]]
+    aggregation, stand_ins = published(exp.paper, table).get("aggregation"), get_preset(doc["preset"]).stand_ins
+    out = {}
+    for r in doc["runs"]:
+        if r["arm"] != arm: continue
+        v = measured_value(r["eval"], exp.measured_column(column, table), aggregation, stand_ins)
+        if v is not None: out[r["seed"]] = v
+    return out
+
+def compare_results(base:dict, # {experiment: results document}, e.g. `collect_results("results/cpu")`
+                    other:dict, # the same from a rerun
+                   ) -> pd.DataFrame:
+    "Per experiment, claimed arm and column measured in both: the two means, the base's spread, and whether they agree."
+    rows = []
+    for name in [n for n in base if n in other]:
+        a, b = base[name], other[name]
+        if a["preset"] != b["preset"]:
+            raise SentclError(f"{name}: the results come from presets {a['preset']!r} and {b['preset']!r}; "
+                              "compare two runs of the same preset")
+        used = dict.fromkeys((arm, c["column"], c["table"]) for c in a["contrasts"] if c["n"]
+                             for arm in (c["better"], c["worse"]))
+        for arm, column, table in used:
+            va, vb = _seed_values_of(a, arm, column, table), _seed_values_of(b, arm, column, table)
+            seeds = [s for s in va if s in vb]
+            if not seeds: continue
+            x, y = np.array([va[s] for s in seeds]), np.array([vb[s] for s in seeds])
+            std = float(np.std(x, ddof=1)) if len(x) > 1 else 0.0
+            delta = float(y.mean() - x.mean())
+            rows.append({"experiment": name, "arm": arm, "column": column, "seeds": len(seeds),
+                         "base": round(float(x.mean()), 4), "base std": round(std, 4),
+                         "other": round(float(y.mean()), 4), "difference": round(delta, 4),
+                         "largest seed difference": round(float(np.abs(y - x).max()), 4),
+                         "within spread": bool(abs(delta) <= std + 1e-9)})
+    if not rows: raise SentclError("no experiment has a measured claim in both result sets; "
+                                   "compare folders that `sentcl experiments run` wrote for the same experiments")
     return pd.DataFrame(rows)

@@ -126,6 +126,28 @@ def test_a_finished_batch_is_kept(smoke_batch, capsys):
     assert list(table.status) == ["kept"]
 
 
+def _shift_scores(x, by: float):
+    "Every float in an evaluation moved by `by` (a rerun that did not reproduce)."
+    if isinstance(x, dict): return {k: _shift_scores(v, by) for k, v in x.items()}
+    if isinstance(x, list): return [_shift_scores(v, by) for v in x]
+    return x + by if isinstance(x, float) else x
+
+
+def test_compare_tells_a_reproduced_batch_from_a_moved_one(smoke_batch, capsys, tmp_path):
+    out, _ = smoke_batch
+    assert main(["experiments", "compare", str(out), str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "identical seed by seed" in printed and " 0 of " not in printed
+    doc = json.loads((out/"liao-table2"/"results.json").read_text())
+    for run in doc["runs"]: run["eval"] = _shift_scores(run["eval"], 1.0)
+    (tmp_path/"liao-table2").mkdir()
+    (tmp_path/"liao-table2"/"results.json").write_text(json.dumps(doc))
+    assert main(["experiments", "compare", str(out), str(tmp_path)]) == 1
+    table = capsys.readouterr().out
+    assert "liao-table2" in table and "False" in table
+    assert main(["experiments", "compare", str(out), str(tmp_path/"missing")]) == 2
+
+
 def test_a_failing_notebook_leaves_the_batch_running(tmp_path):
     nbs = tmp_path/"nbs"; nbs.mkdir()
     shutil.copy(NBS/"pairsupcon-table5.ipynb", nbs)

@@ -1,0 +1,63 @@
+"""Draw the home page's figure (nbs/images/cpu_study.png) from the committed CPU study in results/cpu.
+
+One row per central claim, all on STS (Spearman x100, the paper's average or its stand-in): the paired difference
+of each seed (dots), their mean (bar; green when every seed goes the paper's way), the paper's difference (diamond).
+Run it after `sentcl experiments run --preset cpu --out results/cpu`:
+
+    python tools/home_figure.py [--results results/cpu] [--out nbs/images/cpu_study]
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# (experiment, better arm, worse arm, measured column, the row's label: better, worse)
+ROWS = [
+    ("pairsupcon-table4", "pairsupcon", "classification", "sts", "PairSupCon: full objective", "classification only"),
+    ("pairsupcon-table4", "pairsupcon", "instdisc", "sts", "PairSupCon: full objective", "instance discrim. only"),
+    ("pairsupcon-table5", "instdisc", "instdisc-nohn", "sts", "PairSupCon: hard negatives", "none"),
+    ("liao-table2", "scl-allpalln-0.3", "ce", "avg", "Liao: SCL + CE", "CE"),
+    ("sncse-table2", "sncse", "sncse-nobml", "avg", "SNCSE: InfoNCE + BML", "InfoNCE"),
+    ("declutr-figure3", "both-100", "contrastive-100", "sts", "DeCLUTR: both objectives", "contrastive"),
+    ("declutr-figure3", "both-100", "mlm-100", "sts", "DeCLUTR: both objectives", "MLM"),
+]
+
+
+def study_contrasts(results: Path) -> pd.DataFrame:
+    "The rows of ROWS that the study measured, relabelled for the chart; a one-line error when none was."
+    from sentcl.report import collect_results
+    docs = collect_results(results)
+    rows = []
+    for exp, better, worse, column, b_label, w_label in ROWS:
+        if exp not in docs: continue
+        c = pd.DataFrame(docs[exp]["contrasts"])
+        hit = c[(c["better"] == better) & (c["worse"] == worse) & (c["column"] == column) & (c["n"] > 0)]
+        for r in hit.to_dict("records"):
+            rows.append({**r, "better": b_label, "worse": w_label, "column": "STS"})
+    if not rows:
+        raise SystemExit(f"home_figure: no measured claim in {results}; run `sentcl experiments run --preset cpu "
+                         f"--data-dir DATA --out {results}` first")
+    return pd.DataFrame(rows)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--results", default=str(ROOT / "results" / "cpu"), help="a `sentcl experiments run` folder")
+    ap.add_argument("--out", default=str(ROOT / "nbs" / "images" / "cpu_study"), help="path without the suffix")
+    args = ap.parse_args(argv)
+    from sentcl.plots import headless_backend
+    from sentcl.result_charts import contrast_chart
+    headless_backend()
+    chart = contrast_chart(study_contrasts(Path(args.results)),
+                           title="CPU study: paired STS differences")
+    for p in chart.save(args.out, formats=("png",)): print(f"written: {p}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
