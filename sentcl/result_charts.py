@@ -60,7 +60,8 @@ def contrast_chart(contrasts:pd.DataFrame, # contrast rows: better, worse, colum
     if c.empty: raise ValueError("contrast_chart: no claim was measured")
     names = [f"{r.better} − {r.worse}\n({r.column}: {r.status})" for r in c.itertuples()]
     with plot_style():
-        fig, axes = new_figure(1, 1, panel_size=(5.2, 0.55 * len(c) + 1.0)); ax = axes[0, 0]
+        longest = max(len(line) for n in names for line in n.split("\n"))  # the labels sit left of the panel
+        fig, axes = new_figure(1, 1, panel_size=(3.4 + 0.075 * longest, 0.55 * len(c) + 1.0)); ax = axes[0, 0]
         y = np.arange(len(c))[::-1]
         colours = ["#1b7837" if s == "supported" else "#b2182b" for s in c["status"]]
         ax.barh(y, c["mean"], color=colours, alpha=0.35, height=0.6)
@@ -69,5 +70,5 @@ def contrast_chart(contrasts:pd.DataFrame, # contrast rows: better, worse, colum
         ax.plot(c["paper_diff"], y, "D", color="black", ms=5, label="paper")
         ax.axvline(0, color="grey", lw=0.8)
         ax.set_yticks(y, names); ax.set_xlabel("paired difference (points)"); ax.legend(frameon=False)
-        if title: ax.set_title(title)
+        if title: fig.suptitle(title)  # centred on the figure: over the panel alone a long title is cut
     return FigureResult(fig, c)

@@ -1,4 +1,6 @@
 """Write README.md from nbs/index.ipynb (nbdev_readme needs Quarto, which is not installable offline)."""
+import posixpath
+import re
 import sys
 from pathlib import Path
 
@@ -9,11 +11,20 @@ ROOT = Path(__file__).resolve().parents[1]
 HEADER = "<!-- WARNING: generated from nbs/index.ipynb by tools/make_readme.py; edit the notebook -->\n\n"
 
 
+def root_relative(text: str) -> str:
+    "Links and images written relative to nbs/ (where index.ipynb lives) -> relative to the root (README.md)."
+    def sub(m):
+        url = m.group(2)
+        if re.match(r"^[a-z][a-z0-9+.-]*:|^/|^#", url): return m.group(0)  # absolute, or an anchor
+        return f"{m.group(1)}({posixpath.normpath('nbs/' + url)})"
+    return re.sub(r"(!?\[[^\]]*\])\(([^)\s]+)\)", sub, text)
+
+
 def render() -> str:
     nb = nbformat.read(ROOT / "nbs" / "index.ipynb", as_version=4)
     nb.cells = [c for c in nb.cells if not c.source.lstrip().startswith("#| hide")]
     body, _ = MarkdownExporter(exclude_output=True).from_notebook_node(nb)
-    return HEADER + body.strip() + "\n"
+    return HEADER + root_relative(body.strip()) + "\n"
 
 
 if __name__ == "__main__":
