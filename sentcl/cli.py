@@ -344,6 +344,9 @@ def main(argv:list[str]=None) -> int:
     "Run `sentcl` with `argv`; user errors (SentclError, ValueError, OSError) print one line and exit with status 2."
     args = build_parser().parse_args(argv)
     try: return args.run(args)
+    except BrokenPipeError:  # `sentcl ... | head` closed the pipe: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error when Python flushes
+        return 141
     except (SentclError, ValueError, OSError) as e:
         if os.environ.get("SENTCL_TRACEBACK"): raise
         print(f"sentcl {args.command}: error: {' '.join(str(e).split())}", file=sys.stderr)

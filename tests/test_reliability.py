@@ -327,3 +327,13 @@ def test_kill_9_and_resume_is_bit_identical(tmp_path, capsys, straight_run):
     rc, _, err = cli(capsys, *run, "--out", killed, "--resume", "--save-every", "1")
     assert rc == 0, err
     assert same_weights(straight_run, f"{killed}/model")
+
+
+def test_a_reader_that_stops_early_is_not_an_error():
+    "`sentcl ... | head -1`: the closed pipe ends the command quietly (status 141, as a shell's SIGPIPE), no error line."
+    sentcl = Path(sys.executable).with_name("sentcl")
+    r = subprocess.run(f"'{sentcl}' experiments run --preset paper --dry-run | head -1; exit ${{PIPESTATUS[0]}}",
+                       shell=True, executable="/bin/bash", capture_output=True, text=True,
+                       env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert r.stdout.split()[:2] == ["experiment", "arm"], r.stdout[:200]
+    assert r.returncode == 141 and r.stderr == "", (r.returncode, r.stderr)
