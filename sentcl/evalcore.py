@@ -40,10 +40,12 @@ def embedding_cache_path(encoder, # has `fingerprint(settings)`
                          sentences, # the distinct sentences
                          settings, # the `EncoderSettings` they are encoded with
                          precision:str="fp32", # the concrete precision they are encoded in
+                         batch_size:int|None=None, # part of the key when the pooling depends on the batch
                         ) -> Path:
     "Where the embeddings of `sentences` by `encoder` under `settings` in `precision` are cached."
     fp = encoder.fingerprint(settings)
-    return cache_dir("embeddings", fp[:16]) / f"{text_hash(sentences, extra=f'{fp}|{precision}')}.npy"
+    extra = f"{fp}|{precision}" + (f"|batch {batch_size}" if batch_size is not None else "")
+    return cache_dir("embeddings", fp[:16]) / f"{text_hash(sentences, extra=extra)}.npy"
 
 def _read_cache(path:Path|None, n_rows:int) -> np.ndarray|None:
     "The float array cached at `path` if it is readable and has `n_rows` rows, else None; never unpickles."
@@ -75,9 +77,12 @@ def embed_unique(encoder, # a `SentenceEncoder`, or anything with `settings`, `e
     uniq, rows = dedupe(sentences)
     settings = encoder.settings.replace(normalize=False, max_length=default(max_length, encoder.settings.max_length))
     precision = encoder_precision(encoder, precision)
-    seen = memo.setdefault((encoder.fingerprint(settings), precision), {}) if memo is not None else {}
+    from sentcl.encoders import BATCH_DEPENDENT_POOLINGS
+    alone = getattr(settings, "pooling", None) in BATCH_DEPENDENT_POOLINGS  # a vector depends on its batch-mates
+    seen = memo.setdefault((encoder.fingerprint(settings), precision), {}) if memo is not None and not alone else {}
     by_text = sorted(range(len(uniq)), key=uniq.__getitem__)  # entries hold the sentences sorted: any order hits
-    path = embedding_cache_path(encoder, [uniq[i] for i in by_text], settings, precision) if cache else None
+    path = embedding_cache_path(encoder, [uniq[i] for i in by_text], settings, precision,
+                                batch_size if alone else None) if cache else None
     emb = _read_cache(path, len(uniq))
     if emb is not None: emb[by_text] = emb.copy()                   # back to first-seen order
     if emb is None:
