@@ -65,11 +65,10 @@ def test_dev_set_missing_is_found_before_step_1(tmp_path, capsys, monkeypatch):
     """Case 1: SNCSE selects on STS-B dev; offline without --data-dir that set is missing: one line, nothing trained."""
     monkeypatch.delenv("SENTCL_DATA", raising=False)
     out = tmp_path / "run"
-    t0 = time.time()
     rc, _, err = cli(capsys, "train", "sncse", "--model", "tiny", "--train-data", WIKI, "--max-steps", "3",
                      "--out", str(out), "--no-progress")
     one_line_error(rc, err, "the dev evaluation cannot run", "stsb:dev", "--data-dir", "eval_every=null")
-    assert not out.exists() and time.time() - t0 < 60  # nothing written, nothing loaded but the data check
+    assert not out.exists()  # nothing written: the data check comes before the model and step 1
 
 
 def test_a_failing_evaluation_keeps_the_trained_model(tmp_path):
