@@ -27,12 +27,11 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from .core import SentclError, default, exists, package_versions, write_json
-from .precision import autocast_context, resolve_precision
+from .precision import autocast_context
 
 # %% auto #0
 __all__ = ['POOLINGS', 'BATCH_DEPENDENT_POOLINGS', 'DEFAULT_NAME', 'TINY_NAME', 'pool', 'tokenize_with_template',
-           'EncoderSettings', 'default_model_path', 'tiny_model', 'read_st_folder', 'SentenceEncoder',
-           'linear_weights_in']
+           'EncoderSettings', 'default_model_path', 'tiny_model', 'read_st_folder', 'SentenceEncoder']
 
 # %% ../nbs/01_encoders.ipynb #5e8d0e4a
 POOLINGS = ("mean", "cls", "cls_before_pooler", "mask", "mean_no_cls", "mean_no_cls_padded")
@@ -367,11 +366,6 @@ def embed(self:SentenceEncoder, sentences:list[str], settings:EncoderSettings=No
     return self(self.tokenize(sentences, settings), settings)
 
 # %% ../nbs/01_encoders.ipynb #29f26090
-def linear_weights_in(module:nn.Module, dtype:torch.dtype) -> dict:
-    "{name: tensor} of every `nn.Linear` weight and bias under `module`, cast once to `dtype` (for `functional_call`)."
-    return {f"{name}.{k}" if name else k: p.detach().to(dtype) for name, m in module.named_modules()
-            if isinstance(m, nn.Linear) for k, p in m.named_parameters(recurse=False)}
-
 @patch
 def encode(self:SentenceEncoder,
            sentences:list[str],
@@ -393,21 +387,15 @@ def encode(self:SentenceEncoder,
     order = np.argsort([-len(it["input_ids"]) for it in items], kind="stable")
     was_training = self.model.training
     self.model.eval()
-    precision = resolve_precision(default(precision, "fp32"), self.device)
-    # under autocast every forward pass would cast each linear layer's weights again (no cache in inference mode):
-    # cast them once and run with them; autocast's own casts of these tensors are then no-ops, so the numbers match
-    low = linear_weights_in(self, torch.bfloat16 if precision == "bf16" else torch.float16) \
-        if precision != "fp32" else None
     try:
-        with torch.inference_mode(), autocast_context(precision, self.device):
+        # one context: weights cast once
+        with torch.inference_mode(), autocast_context(default(precision, "fp32"), self.device):
             auto = len(sentences) >= 2000 and not os.environ.get("TQDM_DISABLE")  # batch runs switch bars off
             bar = tqdm(range(0, len(order), batch_size), disable=not default(show_progress, auto), desc="encode",
                        unit="batch")
             for s in bar:
                 idx = order[s:s + batch_size]
-                feats = self._pad([items[i] for i in idx])
-                emb = (self(feats, settings) if low is None else                          # (b, dim)
-                       torch.func.functional_call(self, low, (feats, settings))).float()
+                emb = self(self._pad([items[i] for i in idx]), settings).float()            # (b, dim)
                 if settings.normalize: emb = torch.nn.functional.normalize(emb, dim=-1)
                 out[idx] = emb.cpu().numpy()
     finally: self.model.train(was_training)
