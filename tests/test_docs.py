@@ -3,7 +3,8 @@
 Checks per page: no broken internal link (file and anchor), no missing image, math typeset by KaTeX
 (no raw `$$` or `\\(` left in the visible text, no KaTeX error), every API entry present on the
 module pages, no browser console error; over the whole run: no request left localhost and no local
-request failed. Screenshots of the home page, a module page and a paper page go to _site/_screens/.
+request failed. Screenshots of the home page (top and its figure), a module page and a paper page go to
+_site/_screens/.
 
 `make docs` builds _site/ (and installs Debian's chromium + chromium-driver when missing); this
 test reuses it, or builds it when it is missing or older than its sources. Without a browser the test
@@ -278,6 +279,13 @@ def test_every_page_in_the_browser(site, browser, base_url):
         browser.get(urljoin(base_url, p)); wait_ready(browser)
         browser.save_screenshot(str(SCREENS / f"{name}.png"))
         assert (SCREENS / f"{name}.png").stat().st_size > 10_000
+    browser.get(urljoin(base_url, "index.html")); wait_ready(browser)  # the home page's figure: loaded, in view
+    width = browser.execute_script("const i = document.querySelector('img[src$=\"cpu_study.png\"]');"
+                                   " if (!i) return -1; window.scrollTo(0, i.getBoundingClientRect().top + window.scrollY - 90);"
+                                   " return i.naturalWidth")
+    assert width > 0, f"the home page's CPU-study figure is {'missing' if width < 0 else 'not loaded'}"
+    time.sleep(0.8)
+    browser.save_screenshot(str(SCREENS / "home-figure.png"))
     browser.get(urljoin(base_url, module["html"])); wait_ready(browser)  # one API entry with its neighbours
     browser.execute_script("const e = document.querySelector('.sentcl-api');"
                            " if (e) window.scrollTo(0, e.getBoundingClientRect().top + window.scrollY - 90)")
