@@ -281,7 +281,8 @@ def test_every_page_in_the_browser(site, browser, base_url):
         assert (SCREENS / f"{name}.png").stat().st_size > 10_000
     browser.get(urljoin(base_url, "index.html")); wait_ready(browser)  # the home page's figure: loaded, in view
     width = browser.execute_script("const i = document.querySelector('img[src$=\"cpu_study.png\"]');"
-                                   " if (!i) return -1; window.scrollTo(0, i.getBoundingClientRect().top + window.scrollY - 90);"
+                                   " if (!i) return -1;"
+                                   " window.scrollTo(0, i.getBoundingClientRect().top + window.scrollY - 90);"
                                    " return i.naturalWidth")
     assert width > 0, f"the home page's CPU-study figure is {'missing' if width < 0 else 'not loaded'}"
     time.sleep(0.8)

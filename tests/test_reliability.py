@@ -329,7 +329,7 @@ def test_kill_9_and_resume_is_bit_identical(tmp_path, capsys, straight_run):
 
 
 def test_a_reader_that_stops_early_is_not_an_error():
-    "`sentcl ... | head -1`: the closed pipe ends the command quietly (status 141, as a shell's SIGPIPE), no error line."
+    "`sentcl ... | head -1`: the closed pipe ends the command quietly (status 141, as a shell's SIGPIPE), no error."
     sentcl = Path(sys.executable).with_name("sentcl")
     r = subprocess.run(f"'{sentcl}' experiments run --preset paper --dry-run | head -1; exit ${{PIPESTATUS[0]}}",
                        shell=True, executable="/bin/bash", capture_output=True, text=True,
