@@ -84,13 +84,13 @@ def _fit_rows(family:Family, rs:np.random.RandomState, config:SentEvalConfig) ->
 # %% ../nbs/09b_senteval.ipynb #c7999d8b
 class _Lockstep:
     "Families with the same steps per pass, trained together; parameters (families, fits·classes, dim+1)."
-    def __init__(self, X1:np.ndarray, y:np.ndarray, families:list, n_classes:int, config:SentEvalConfig):
+    def __init__(self, X1:np.ndarray, y:np.ndarray, families:list, n_classes:int, config:SentEvalConfig,
+                 P0:np.ndarray): # (C, D+1) first weights, `senteval_init`
         self.X1, self.y, self.cfg, self.C, self.R = X1, y, config, n_classes, len(families[0].l2)
         self.ids = np.arange(len(families))                          # which of the given families each row is
         self.rs = [np.random.RandomState(config.seed) for _ in families]
         self.train, self.val = map(list, zip(*[_fit_rows(f, rs, config) for f, rs in zip(families, self.rs)]))
         self.steps = -(-len(self.train[0]) // config.batch_size)     # steps per pass, the same for all
-        P0 = senteval_init(X1.shape[1] - 1, n_classes, config.seed)  # (C, D+1)
         self.P = np.tile(P0, (len(families), self.R, 1))             # (F, R·C, D+1)
         self.m, self.v = np.zeros_like(self.P), np.zeros_like(self.P)
         wd = np.array([f.l2 for f in families], dtype=np.float32)     # (F, R)
@@ -185,8 +185,10 @@ def fit_senteval(X:np.ndarray, y:np.ndarray, # features (n, dim) and labels 0..K
     groups = {}
     for i, f in enumerate(families): groups.setdefault((_steps_per_pass(f, config), len(f.l2)), []).append(i)
     jobs = [list(part) for g in groups.values() for part in np.array_split(g, min(n, len(g)))]
+    # built once, here: seeding torch's global generator inside the threads raced (runs gave different numbers)
+    P0 = senteval_init(X1.shape[1] - 1, n_classes, config.seed)
     def run(job):
-        results = _Lockstep(X1, y, [families[j] for j in job], n_classes, config).run()
+        results = _Lockstep(X1, y, [families[j] for j in job], n_classes, config, P0).run()
         return {job[i]: r for i, r in results.items()}
     with threadpool_limits(1, user_api="blas"), ThreadPoolExecutor(n) as pool:  # small products: threads per group
         done = {i: r for part in pool.map(run, jobs) for i, r in part.items()}
