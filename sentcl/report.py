@@ -13,7 +13,7 @@ import pandas as pd
 
 from .catalog import EXPERIMENTS
 from .core import SentclError, atomic_write
-from .experiments import check_results, get_preset, measured_value, plan_runs, published, read_json
+from .experiments import _seed_values, check_results, get_preset, measured_value, plan_runs, published, read_json
 from .paper_numbers import PAPERS, load_published
 
 # %% auto #0
@@ -227,13 +227,8 @@ def paper_experiments(paper:str, # a key of `sentcl.paper_numbers.PAPERS`
 def _seed_values_of(doc:dict, arm:str, column:str, table:str) -> dict:
     "{seed: value} of one arm's published `column` of `table` in a results document, its preset's stand-ins applied."
     exp = EXPERIMENTS[doc["experiment"]]
-    aggregation, stand_ins = published(exp.paper, table).get("aggregation"), get_preset(doc["preset"]).stand_ins
-    out = {}
-    for r in doc["runs"]:
-        if r["arm"] != arm: continue
-        v = measured_value(r["eval"], exp.measured_column(column, table), aggregation, stand_ins)
-        if v is not None: out[r["seed"]] = v
-    return out
+    return _seed_values(doc["runs"], arm, exp.measured_column(column, table),
+                        published(exp.paper, table).get("aggregation"), get_preset(doc["preset"]).stand_ins)
 
 def compare_results(base:dict, # {experiment: results document}, e.g. `collect_results("results/cpu")`
                     other:dict, # the same from a rerun
