@@ -37,9 +37,9 @@ from .views import VIEWS
 # %% auto #0
 __all__ = ['CPU_CLUSTERING_SETS', 'CPU_TRANSFER_SETS', 'CPU_STAND_INS', 'CPU_STUDY', 'SAMPLE_STAND_INS', 'EXPERIMENT_PRESETS',
            'ALL_PRESETS', 'RESULTS_VERSION', 'RESULTS_SCHEMA', 'ExperimentPreset', 'get_preset', 'published', 'Arm',
-           'Contrast', 'Experiment', 'Run', 'arm_overrides', 'training_key', 'plan_runs', 'read_json', 'TrainingLock',
-           'train_run', 'evaluated_as_planned', 'evaluate_run', 'execute_run', 'measured_value', 'check_results',
-           'measured_rows', 'contrast_status', 'contrast_rows', 'select_device', 'ExperimentSession']
+           'Contrast', 'Experiment', 'Run', 'plan_row', 'arm_overrides', 'training_key', 'plan_runs', 'read_json',
+           'TrainingLock', 'train_run', 'evaluated_as_planned', 'evaluate_run', 'execute_run', 'measured_value',
+           'check_results', 'measured_rows', 'contrast_status', 'contrast_rows', 'select_device', 'ExperimentSession']
 
 # %% ../nbs/13_experiments.ipynb #a8363852
 @dataclass(frozen=True)
@@ -197,7 +197,7 @@ class Run:
     def key(self) -> str: return self.arm if self.seed is None else f"{self.arm}/seed{self.seed}"
 
     def describe(self) -> dict:
-        "The run as one flat row: what `--dry-run` prints."
+        "The run as one flat row, stored with its result (`plan_row` shows it)."
         c, o = self.config, self.options
         length = "-" if c is None else (f"{o.max_steps} steps" if o.max_steps else f"{c.epochs:g} epochs")
         return {"experiment": self.experiment, "arm": self.arm, "seed": self.seed,
@@ -206,6 +206,11 @@ class Run:
                 "data_dir": (o.data_dir if o else self.eval_options.get("data_dir")) or "hub", "length": length,
                 "batch": "-" if c is None else c.batch_size, "lr": "-" if c is None else c.lr,
                 "precision": "-" if o is None else o.precision, "tasks": self.tasks}
+
+# %% ../nbs/13_experiments.ipynb #2feb149f
+def plan_row(run:Run) -> dict:
+    "A run as one row of a plan or `--dry-run`: `run.describe()`, an untrained run's seed shown as '-', not NaN."
+    return {**run.describe(), "seed": "-" if run.seed is None else run.seed}
 
 # %% ../nbs/13_experiments.ipynb #64a9cc8d
 def _merge(base:dict, over:dict) -> dict:
@@ -589,7 +594,7 @@ def _load_finished(self:ExperimentSession):
 @patch
 def plan(self:ExperimentSession) -> pd.DataFrame:
     "The runs of this session, one row each (what `--dry-run` prints)."
-    return pd.DataFrame([r.describe() for r in self.runs])
+    return pd.DataFrame([plan_row(r) for r in self.runs])
 
 # %% ../nbs/13_experiments.ipynb #1bc29549
 @patch

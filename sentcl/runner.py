@@ -18,7 +18,7 @@ import pandas as pd
 import sentcl
 from .catalog import EXPERIMENTS, get_experiment
 from .core import SentclError, write_json
-from .experiments import EXPERIMENT_PRESETS, check_results, get_preset, plan_runs, read_json
+from .experiments import EXPERIMENT_PRESETS, check_results, get_preset, plan_row, plan_runs, read_json
 
 # %% auto #0
 __all__ = ['select_experiments', 'list_experiments', 'dry_run', 'notebooks_dir', 'notebook_path', 'papermill_command',
@@ -65,7 +65,7 @@ def dry_run(names=None, preset:str="cpu-smoke", data_dir=None, out="runs/experim
     rows = []
     for n in select_experiments(names, paper, preset):
         runs = plan_runs(get_experiment(n), preset, out=Path(out)/n, data_dir=data_dir, **params)
-        rows += [{**r.describe(), "seed": "-" if r.seed is None else r.seed} for r in runs]  # untrained: no seed
+        rows += [plan_row(r) for r in runs]
     return pd.DataFrame(rows)
 
 # %% ../nbs/13b_runner.ipynb #d065b0c0
