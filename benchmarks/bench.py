@@ -16,6 +16,10 @@ absolute times move, ratios much less). Sections, each skippable:
                MultipleNegativesRankingLoss on the same batches, fp32 and bf16.
 5. all         `evaluate(default, "all")` (STS, transfer, few-shot, the 8 clustering sets) from an empty cache, fp32
                and bf16, with the time of each group.
+6. floor       how fast bf16 could be here at best: the bf16/fp32 throughput of this model's linear layers as bare
+               matrix products, and, under the profiler, the seconds bf16 encode, STS and a training step spend in
+               matrix products alone. Those seconds are a floor for any code on this CPU's kernels: with every other
+               operation taking no time at all, the ratio against sentence-transformers would still be this.
 
 Prints Markdown tables and writes them, with the machine described, to benchmarks/RESULTS.md (--results).
 
@@ -37,7 +41,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("TQDM_DISABLE", "1")
 
-SECTIONS = ("encode", "sts", "clustering", "train", "all")
+SECTIONS = ("encode", "sts", "clustering", "train", "all", "floor")
 CLUSTER_SETS = ("agnews", "searchsnippets", "tweet")
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -121,7 +125,7 @@ def bench_encode(args, encoder, st) -> tuple[list[str], dict]:
     lines = table(["encode (distinct STS12-16 sentences)", "sentences/s", "vs ST fp32"], rows)
     lines.append(f"\nbf16 against fp32: max 1 - cosine {float((1 - cos).max()):.1e}, mean {float((1 - cos).mean()):.1e}; "
                  f"{len(texts)} sentences, fastest of {args.repeats}. Target: bf16 >= 2.5x ST fp32.")
-    return lines, {"bf16_speedup": rate["sentcl bf16"] / rate["ST fp32"]}
+    return lines, {"bf16_speedup": rate["sentcl bf16"] / rate["ST fp32"], "texts": texts, "st_rate": rate["ST fp32"]}
 
 
 # ---------------------------------------------------------------- 2. STS
@@ -169,7 +173,7 @@ def bench_sts(args, encoder, st) -> tuple[list[str], dict]:
                  f"{'yes' if same else 'NO'}; largest bf16 - fp32 difference {worst:.2f}. Targets: fp32 <= 0.65x with "
                  f"identical scores, bf16 <= 0.25x with every score within 0.05.")
     return lines, {"fp32_ratio": best["sentcl fp32"] / best["ST fp32"], "bf16_ratio": best["sentcl bf16"] / best["ST fp32"],
-                   "identical": same, "worst_bf16_diff": worst}
+                   "identical": same, "worst_bf16_diff": worst, "st_seconds": best["ST fp32"]}
 
 
 # ---------------------------------------------------------------- 3. clustering
@@ -243,7 +247,7 @@ def bench_training(args) -> tuple[list[str], dict]:
     lines.append("\nMedian step times over all timed steps (fetching and tokenising the batch, forward, loss, backward, "
                  "optimiser, bookkeeping), both from the same weights on the same batches. Targets: fp32 <= 1.0x, "
                  "bf16 <= 0.5x of ST's fp32 step.")
-    return lines, {p: r["sentcl"]["s_per_step"] / st32 for p, r in out.items()}
+    return lines, {**{p: r["sentcl"]["s_per_step"] / st32 for p, r in out.items()}, "st_step": st32}
 
 
 # ---------------------------------------------------------------- 5. --tasks all
@@ -271,6 +275,97 @@ def bench_all(args, encoder) -> tuple[list[str], dict]:
     lines.append("\nOne `evaluate` call per precision: the 7 STS sets, the 7 transfer tasks with SentEval's classifier, "
                  "their few-shot variants, the 8 clustering sets. Target: fp32 <= 30 min, bf16 faster.")
     return lines, {p: v[0] for p, v in totals.items()}
+
+
+# ---------------------------------------------------------------- 6. the matrix-product floor
+
+MATMUL_OPS = ("aten::addmm", "aten::mm", "aten::bmm", "aten::baddbmm", "aten::_addmm_activation")
+
+
+OP_NAMES = {"aten::_scaled_dot_product_flash_attention_for_cpu": "attention", "aten::bernoulli_": "dropout masks",
+            "aten::copy_": "casts", "aten::_fused_adamw_": "AdamW", "aten::fill_": "zero fills", "aten::gelu": "GELU",
+            "aten::gelu_backward": "GELU backward", "aten::native_layer_norm": "layer norm"}
+
+
+def matmul_seconds(fn) -> tuple[float, float, list]:
+    """Under torch's profiler: (seconds `fn()` spends inside matrix products, its wall seconds, the three other
+    operations with the most self time as (name, seconds))."""
+    from torch.profiler import ProfilerActivity, profile
+    t0 = time.perf_counter()
+    with profile(activities=[ProfilerActivity.CPU]) as prof: fn()
+    wall = time.perf_counter() - t0
+    ops = prof.key_averages()
+    others = sorted(((OP_NAMES.get(e.key, e.key.removeprefix("aten::")), e.self_cpu_time_total / 1e6) for e in ops
+                     if e.key not in MATMUL_OPS), key=lambda x: -x[1])[:3]
+    return sum(e.self_cpu_time_total for e in ops if e.key in MATMUL_OPS) / 1e6, wall, others
+
+
+def linear_speedup(hidden:int, inter:int, tokens:int=1024, reps:int=20) -> float:
+    "fp32 time / bf16 time of one transformer layer's six linear products (q, k, v, out, up, down) on `tokens` rows."
+    import torch
+    import torch.nn.functional as F
+    g = torch.Generator().manual_seed(0)
+    shapes = [(hidden, hidden)] * 4 + [(inter, hidden), (hidden, inter)]
+    xs = {d: torch.randn(tokens, d, generator=g) for d in (hidden, inter)}
+    ws = [torch.randn(o, i, generator=g) for o, i in shapes]
+    best = {}
+    for dtype in (torch.float32, torch.bfloat16):
+        x = {d: t.to(dtype) for d, t in xs.items()}; w = [t.to(dtype) for t in ws]
+        run = lambda: [F.linear(x[t.shape[1]], t) for t in w]
+        run()
+        best[dtype] = min(timed(run)[0] for _ in range(reps))
+    return best[torch.float32] / best[torch.bfloat16]
+
+
+def bench_floor(args, encoder, summary:dict) -> tuple[list[str], dict]:
+    cfg = encoder.model.config
+    kernel = linear_speedup(cfg.hidden_size, cfg.intermediate_size)
+    say(f"floor: bf16 linear products {kernel:.2f}x faster than fp32 at this model's shapes")
+    rows, out = [], {"kernel": kernel}
+    def row(target, measured, mm, wall, others, peer, goal, higher_better=False, per=1):
+        "One target: measured ratio, the floor (matrix products only), the other work now and the most the target allows."
+        mm, others = mm / per, [(k, v / per) for k, v in others]
+        floor = peer / mm if higher_better else mm / peer
+        allowed = peer / goal - mm if higher_better else goal * peer - mm
+        digits = 1 if wall > 5 else 3
+        rows.append([target, f"{measured:.2f}x", f"{floor:.2f}x", f"{wall - mm:.{digits}f} s of {wall:.{digits}f} s",
+                     ", ".join(f"{k} {v:.{digits}f} s" for k, v in others),
+                     f"{allowed:.{digits}f} s" if allowed > 0 else "none"])
+        out[target] = floor
+    if "encode" in summary:
+        e = summary["encode"]
+        texts = e["texts"]
+        mm, wall, others = matmul_seconds(lambda: encoder.encode(texts, batch_size=args.batch_size, show_progress=False,
+                                                                 precision="bf16"))
+        row("encode bf16 >= 2.5x ST fp32", e["bf16_speedup"], mm, wall, others, len(texts) / e["st_rate"], 2.5, True)
+    if "sts" in summary:
+        from sentcl.eval import evaluate
+        with empty_cache():
+            mm, wall, others = matmul_seconds(lambda: evaluate(encoder, "sts", data_dir=args.data_dir,
+                                                               batch_size=args.batch_size, precision="bf16", log=lambda m: None))
+        row("STS bf16 <= 0.25x ST time", summary["sts"]["bf16_ratio"], mm, wall, others, summary["sts"]["st_seconds"], 0.25)
+    if "train" in summary:
+        sys.path.insert(0, HERE)
+        import bench_train
+        targs = bench_train.parse_args(["--data-dir", args.data_dir, "--steps", str(args.train_steps), "--precision", "bf16",
+                                        "--skip-memory"])
+        batches, _ = bench_train.fixed_batches("simcse-sup", "triplets", targs, targs.batch_size, targs.steps + 1)
+        with tempfile.TemporaryDirectory(prefix="sentcl-bench-floor-") as d:
+            box = {}
+            mm, _, others = matmul_seconds(lambda: box.update(steps=bench_train.sentcl_steps(batches, targs, d)[0]))
+        # per step: the warm-up step is counted too (one of len(batches)), so the floor errs high by at most that share
+        row("training step bf16 <= 0.5x ST fp32", summary["train"]["bf16"], mm, bench_train.median(box["steps"]), others,
+            summary["train"]["st_step"], 0.5, per=len(batches))
+    lines = table(["bf16 target", "measured", "floor: matrix products alone", "other work now", "largest other work",
+                   "other work the target allows"], rows)
+    lines.append(f"\nOn this CPU bf16 makes the linear layers' matrix products {kernel:.2f}x faster than fp32 (one layer's six "
+                 "products on 1,024 tokens, bare). The floor is the seconds the bf16 run spends inside matrix products "
+                 "(torch profiler, self time of addmm/mm/bmm) set against sentence-transformers' fp32 time: no code on these "
+                 "kernels does better even if everything else took no time. 'Other work' is the rest of the bf16 run "
+                 "(attention, activations, layer norms, casts, tokenising, scoring; for training also dropout, the "
+                 "optimiser and bookkeeping; seconds per step) under the profiler, which slows it somewhat, with its "
+                 "three largest operations by self time; 'allowed' is what the target leaves for it.")
+    return lines, out
 
 
 def targets(summary: dict) -> list[str]:
@@ -321,7 +416,7 @@ def main(argv=None) -> int:
     blocks, summary = [], {}
     for name, fn in (("encode", lambda: bench_encode(args, encoder, st)), ("sts", lambda: bench_sts(args, encoder, st)),
                      ("clustering", lambda: bench_clustering(args, encoder)), ("train", lambda: bench_training(args)),
-                     ("all", lambda: bench_all(args, encoder))):
+                     ("all", lambda: bench_all(args, encoder)), ("floor", lambda: bench_floor(args, encoder, summary))):
         if name in skip: continue
         lines, summary[name] = fn()
         blocks.append((name, lines))
