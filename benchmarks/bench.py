@@ -323,7 +323,7 @@ def bench_floor(args, encoder, summary:dict) -> tuple[list[str], dict]:
     say(f"floor: bf16 linear products {kernel:.2f}x faster than fp32 at this model's shapes")
     rows, out = [], {"kernel": kernel}
     def row(target, measured, mm, wall, others, peer, goal, higher_better=False, per=1):
-        "One target: measured ratio, the floor (matrix products only), the other work now and the most the target allows."
+        "One target: measured ratio, floor (matrix products only), other work now, and the most the target allows."
         mm, others = mm / per, [(k, v / per) for k, v in others]
         floor = peer / mm if higher_better else mm / peer
         allowed = peer / goal - mm if higher_better else goal * peer - mm
@@ -341,28 +341,30 @@ def bench_floor(args, encoder, summary:dict) -> tuple[list[str], dict]:
     if "sts" in summary:
         from sentcl.eval import evaluate
         with empty_cache():
-            mm, wall, others = matmul_seconds(lambda: evaluate(encoder, "sts", data_dir=args.data_dir,
-                                                               batch_size=args.batch_size, precision="bf16", log=lambda m: None))
-        row("STS bf16 <= 0.25x ST time", summary["sts"]["bf16_ratio"], mm, wall, others, summary["sts"]["st_seconds"], 0.25)
+            mm, wall, others = matmul_seconds(lambda: evaluate(encoder, "sts", data_dir=args.data_dir, precision="bf16",
+                                                               batch_size=args.batch_size, log=lambda m: None))
+        s = summary["sts"]
+        row("STS bf16 <= 0.25x ST time", s["bf16_ratio"], mm, wall, others, s["st_seconds"], 0.25)
     if "train" in summary:
         sys.path.insert(0, HERE)
         import bench_train
-        targs = bench_train.parse_args(["--data-dir", args.data_dir, "--steps", str(args.train_steps), "--precision", "bf16",
-                                        "--skip-memory"])
+        targs = bench_train.parse_args(["--data-dir", args.data_dir, "--steps", str(args.train_steps),
+                                        "--precision", "bf16", "--skip-memory"])
         batches, _ = bench_train.fixed_batches("simcse-sup", "triplets", targs, targs.batch_size, targs.steps + 1)
         with tempfile.TemporaryDirectory(prefix="sentcl-bench-floor-") as d:
             box = {}
             mm, _, others = matmul_seconds(lambda: box.update(steps=bench_train.sentcl_steps(batches, targs, d)[0]))
         # per step: the warm-up step is counted too (one of len(batches)), so the floor errs high by at most that share
-        row("training step bf16 <= 0.5x ST fp32", summary["train"]["bf16"], mm, bench_train.median(box["steps"]), others,
-            summary["train"]["st_step"], 0.5, per=len(batches))
+        t = summary["train"]
+        row("training step bf16 <= 0.5x ST fp32", t["bf16"], mm, bench_train.median(box["steps"]), others,
+            t["st_step"], 0.5, per=len(batches))
     lines = table(["bf16 target", "measured", "floor: matrix products alone", "other work now", "largest other work",
                    "other work the target allows"], rows)
-    lines.append(f"\nOn this CPU bf16 makes the linear layers' matrix products {kernel:.2f}x faster than fp32 (one layer's six "
-                 "products on 1,024 tokens, bare). The floor is the seconds the bf16 run spends inside matrix products "
-                 "(torch profiler, self time of addmm/mm/bmm) set against sentence-transformers' fp32 time: no code on these "
-                 "kernels does better even if everything else took no time. 'Other work' is the rest of the bf16 run "
-                 "(attention, activations, layer norms, casts, tokenising, scoring; for training also dropout, the "
+    lines.append(f"\nOn this CPU bf16 makes the linear layers' matrix products {kernel:.2f}x faster than fp32 "
+                 "(one layer's six products on 1,024 tokens, bare). The floor is the seconds the bf16 run spends inside "
+                 "matrix products (torch profiler, self time of addmm/mm/bmm) set against sentence-transformers' fp32 "
+                 "time: no code on these kernels does better even if everything else took no time. 'Other work' is the "
+                 "rest of the bf16 run (attention, activations, layer norms, casts, tokenising, scoring; for training also dropout, the "
                  "optimiser and bookkeeping; seconds per step) under the profiler, which slows it somewhat, with its "
                  "three largest operations by self time; 'allowed' is what the target leaves for it.")
     return lines, out
