@@ -363,10 +363,11 @@ def bench_floor(args, encoder, summary:dict) -> tuple[list[str], dict]:
     lines.append(f"\nOn this CPU bf16 makes the linear layers' matrix products {kernel:.2f}x faster than fp32 "
                  "(one layer's six products on 1,024 tokens, bare). The floor is the seconds the bf16 run spends inside "
                  "matrix products (torch profiler, self time of addmm/mm/bmm) set against sentence-transformers' fp32 "
-                 "time: no code on these kernels does better even if everything else took no time. 'Other work' is the "
-                 "rest of the bf16 run (attention, activations, layer norms, casts, tokenising, scoring; for training also dropout, the "
-                 "optimiser and bookkeeping; seconds per step) under the profiler, which slows it somewhat, with its "
-                 "three largest operations by self time; 'allowed' is what the target leaves for it.")
+                 "time: no code on these kernels does better even if everything else took no time. 'Other work' is "
+                 "the rest of the bf16 run (attention, activations, layer norms, casts, tokenising, scoring; for "
+                 "training also dropout, the optimiser and bookkeeping; seconds per step) under the profiler, which "
+                 "slows it somewhat, with its three largest operations by self time; 'allowed' is what the target "
+                 "leaves for it.")
     return lines, out
 
 
