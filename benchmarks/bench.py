@@ -361,7 +361,7 @@ def bench_floor(args, encoder, summary:dict) -> tuple[list[str], dict]:
     lines = table(["bf16 target", "measured", "floor: matrix products alone", "other work now", "largest other work",
                    "other work the target allows"], rows)
     lines.append(f"\nOn this CPU bf16 makes the linear layers' matrix products {kernel:.2f}x faster than fp32 "
-                 "(one layer's six products on 1,024 tokens, bare). The floor is the seconds the bf16 run spends inside "
+                 "(one layer's six products on 1,024 tokens). The floor is the seconds the bf16 run spends inside "
                  "matrix products (torch profiler, self time of addmm/mm/bmm) set against sentence-transformers' fp32 "
                  "time: no code on these kernels does better even if everything else took no time. 'Other work' is "
                  "the rest of the bf16 run (attention, activations, layer norms, casts, tokenising, scoring; for "
