@@ -280,8 +280,6 @@ def bench_all(args, encoder) -> tuple[list[str], dict]:
 # ---------------------------------------------------------------- 6. the matrix-product floor
 
 MATMUL_OPS = ("aten::addmm", "aten::mm", "aten::bmm", "aten::baddbmm", "aten::_addmm_activation")
-
-
 OP_NAMES = {"aten::_scaled_dot_product_flash_attention_for_cpu": "attention", "aten::bernoulli_": "dropout masks",
             "aten::copy_": "casts", "aten::_fused_adamw_": "AdamW", "aten::fill_": "zero fills", "aten::gelu": "GELU",
             "aten::gelu_backward": "GELU backward", "aten::native_layer_norm": "layer norm"}
