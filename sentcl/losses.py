@@ -177,17 +177,27 @@ def pairsupcon_instance_loss(
     return rows[anchor].mean()
 
 # %% ../nbs/06_losses.ipynb #3d149b1a
-def _supcon_positives(candidates:Tensor, n_pos:int, generator:torch.Generator|None) -> Tensor: # (N, N) bool
-    "Positive mask: the diagonal plus all (n_pos=-1) or min(n_pos-1, |S_i|) sampled candidates per row."
-    n = candidates.shape[0]
-    pos = torch.eye(n, dtype=torch.bool, device=candidates.device)
-    if n_pos == -1: return pos | candidates
-    g = generator if generator is not None else torch.Generator().manual_seed(0)
-    for i in range(n):
-        idx = candidates[i].nonzero().flatten()
-        keep = min(n_pos - 1, len(idx))
-        if keep: pos[i, idx[torch.randperm(len(idx), generator=g)[:keep].to(idx.device)]] = True
-    return pos
+def _keep_per_row(mask:Tensor, k:int, generator:torch.Generator) -> Tensor: # (N, N) bool
+    "At most `k` of the True entries of each row of `mask`, drawn uniformly without replacement, row by row."
+    out = torch.zeros_like(mask)
+    for i in range(mask.shape[0]):
+        idx = mask[i].nonzero().flatten()
+        keep = min(k, len(idx))
+        if keep: out[i, idx[torch.randperm(len(idx), generator=generator)[:keep].to(idx.device)]] = True
+    return out
+
+def _supcon_positives(candidates:Tensor, n_pos:int, generator:torch.Generator) -> Tensor: # (N, N) bool
+    "P_i: the diagonal plus all (n_pos=-1) or min(n_pos-1, |S_i|) sampled same-premise entailments."
+    own = torch.eye(candidates.shape[0], dtype=torch.bool, device=candidates.device)
+    return own | (candidates if n_pos == -1 else _keep_per_row(candidates, n_pos - 1, generator))
+
+def _supcon_negatives(negatives:Tensor, n_neg:int, generator:torch.Generator) -> Tensor: # (N, N) bool
+    "N_i: every candidate negative (n_neg=-1, the released code) or min(n_neg, |N_i|) sampled (the paper)."
+    return negatives if n_neg == -1 else _keep_per_row(negatives, n_neg, generator)
+
+def _check_count(fn:str, name:str, k):
+    if not (isinstance(k, int) and not isinstance(k, bool) and (k == -1 or k >= 1)):
+        raise ValueError(f"{fn}: {name} must be -1 (all) or a positive int, got {k!r}")
 
 # %% ../nbs/06_losses.ipynb #4ddf8ea3
 @_float32_math
@@ -198,12 +208,12 @@ def supcon_loss(
     groups:Tensor, # (N,) int, equal values mark pairs with the same premise
     temperature:float=1.0, # tau
     n_pos:int=-1, # -1: all same-premise entailments are positives; k >= 1: the own one plus k-1 sampled
-    generator:torch.Generator=None, # for sampling positives when n_pos > 1; None = a generator seeded 0
+    generator:torch.Generator=None, # for sampling positives and negatives; None = a generator seeded 0
+    n_neg:int=-1, # -1: every other hypothesis is a negative (released code); k >= 1: k sampled per anchor (paper)
 ) -> Tensor: # scalar, mean over entailment anchors
     "Liao's SCL: each entailed premise against all hypotheses by dot product, mean -log softmax over its positives."
     _check_temperature("supcon_loss", temperature)
-    if not (isinstance(n_pos, int) and (n_pos == -1 or n_pos >= 1)):
-        raise ValueError(f"supcon_loss: n_pos must be -1 (all positives) or a positive int, got {n_pos!r}")
+    _check_count("supcon_loss", "n_pos", n_pos); _check_count("supcon_loss", "n_neg", n_neg)
     _check_rows("supcon_loss", premises=premises, hypotheses=hypotheses)
     u, v = _math_dtype("supcon_loss", premises=premises, hypotheses=hypotheses)
     n = u.shape[0]
@@ -215,8 +225,10 @@ def supcon_loss(
     logits = u @ v.T / temperature  # (N, N): anchor premise i vs hypothesis j
     eye = torch.eye(n, dtype=torch.bool, device=u.device)
     candidates = (groups[:, None] == groups[None, :]) & entailed[None, :] & ~eye   # S_i
-    pos = _supcon_positives(candidates, n_pos, generator)                          # P_i
-    logp = torch.log_softmax(logits.masked_fill(candidates & ~pos, float("-inf")), dim=1)
+    g = generator if generator is not None else torch.Generator().manual_seed(0)
+    pos = _supcon_positives(candidates, n_pos, g)                                  # P_i
+    neg = _supcon_negatives(~candidates & ~eye, n_neg, g)                          # N_i
+    logp = torch.log_softmax(logits.masked_fill(~(pos | neg), float("-inf")), dim=1)  # over P_i and N_i
     rows = -logp.masked_fill(~pos, 0.0).sum(1) / pos.sum(1)                        # Eq. 2, mean outside the log
     if not entailed.any():
         _warn_once("supcon_loss: a batch has no entailment pair, so no anchor; "

@@ -43,6 +43,7 @@ class SupConConfig(LiaoConfig):
     temperature:float = 1.0
     lam:float = 0.3 # weight of SCL in (1 - lam) * CE + lam * SCL (argparse default 0.5)
     n_pos:int = -1 # -1: all same-premise entailments are positives; k: own plus k-1 sampled
+    n_neg:int = -1 # -1: every other hypothesis is a negative (released code); k: k sampled per anchor (paper)
 
 # %% ../nbs/07d_supcon.ipynb #8962b745
 def _global_max(n:int, device) -> int:
@@ -82,13 +83,18 @@ class SupCon(LiaoMethod):
     "Liao: SBERT 3-way NLI classification interpolated with a supervised contrastive loss on premise groups."
     name, Config = "supcon", SupConConfig
 
+    def build_heads(self, dim):
+        for k, v in (("n_pos", self.config.n_pos), ("n_neg", self.config.n_neg)):
+            if v != -1 and v < 1: raise SentclError(f"supcon: {k} must be -1 (all) or a positive int, got {v!r}")
+        super().build_heads(dim)
+
     def loss_from_embeddings(self, embeddings, batch):
         cfg, u, v = self.config, embeddings["u"], embeddings["v"]
         label = torch.as_tensor(batch["label"], device=u.device).long()          # (N,) 0/1/2
         groups = torch.as_tensor(batch["groups"], device=u.device)
         ce = F.cross_entropy(self.classifier(sbert_pair_features(u, v)).float(), label)  # Eq. 1
-        g = batch_generator(cfg.seed, label, groups) if cfg.n_pos > 1 else None
-        scl = supcon_loss(u, v, label == 0, groups, cfg.temperature, cfg.n_pos, g)  # Eq. 2
+        g = batch_generator(cfg.seed, label, groups) if cfg.n_pos > 1 or cfg.n_neg > 0 else None
+        scl = supcon_loss(u, v, label == 0, groups, cfg.temperature, cfg.n_pos, g, cfg.n_neg)  # Eq. 2
         total = (1 - cfg.lam) * ce + cfg.lam * scl                                 # Eq. 3
         return total, {"classification": ce.item(), "supcon": scl.item(), "loss": total.item()}
 
