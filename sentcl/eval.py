@@ -296,6 +296,8 @@ RESULTS_SCHEMA = {
     "created": "ISO-8601 UTC time of the run",
     "versions": "installed versions of the packages that decide the numbers (sentcl.core.package_versions)",
     "git": "sentcl's git commit ('-dirty' when modified), null outside a checkout",
+    "hardware": "the machine (sentcl.precision.machine_facts): CPU model, cores, bf16 units, GPU; with settings.precision, "
+                "what decides whether two results are comparable",
     "settings": "protocol, batch_size, max_length, final_period, cache, data_dir, pooling, template, pair_features, "
                 "clustering_max_length, kfold, classifier, precision",
     "tasks": "one entry per task name; its fields depend on the kind of task, see TASK_FIELDS",
@@ -332,10 +334,12 @@ def results_document(encoder, # the encoder evaluated
                      settings:dict, # the run's `settings` entry
                     ) -> dict:
     "A results document with no task yet (see `RESULTS_SCHEMA`), stamped with the time, versions and git commit."
+    from sentcl.precision import machine_facts  # torch only once a model is evaluated
     name = model if isinstance(model, str) else str(getattr(encoder, "name_or_path", type(model).__name__))
     return {"model": name, "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
             "versions": package_versions(), "git": git_commit(Path(sys.modules["sentcl.core"].__file__).parent),
-            "settings": settings, "tasks": {}, "avg": {}, "complete": False, "notes": dict(STS_AGGREGATION_BY_PAPER)}
+            "hardware": machine_facts(), "settings": settings, "tasks": {}, "avg": {}, "complete": False,
+            "notes": dict(STS_AGGREGATION_BY_PAPER)}
 
 # %% ../nbs/09_eval.ipynb #17d35341
 def averages(tasks:dict, # the `tasks` entry of a results document

@@ -24,13 +24,13 @@ import torch
 from fastcore.basics import patch
 
 from .cards import write_model_card
-from .core import SentclError, default, git_commit, hardware, package_versions, write_json
+from .core import SentclError, default, git_commit, package_versions, write_json
 from .data import SAMPLES_DIR, TRANSFER_SETS
 from .eval import evaluate
 from .method_base import MethodConfig
 from .methods import get_method
 from .paper_numbers import PAPERS, load_published
-from .precision import resolve_precision
+from .precision import machine_facts, resolve_precision
 from .train import CPU_CORPORA, PRESETS, RunOptions, resolve, train
 from .views import VIEWS
 
@@ -358,10 +358,11 @@ def _update_card(run:Run, doc:dict):
             tasks.update(other.get("tasks", {}))
     write_model_card(folder, {"tasks": tasks, "avg": averages(tasks), "settings": doc["settings"]})
 
+def _device() -> str: return "cuda" if torch.cuda.is_available() else "cpu"
+
 def evaluated_as_planned(run:Run, settings:dict) -> bool:
     "Whether an evaluation's `settings` are what `run` asks for now: its tasks, at its precision ('auto' resolved)."
-    device = "cuda" if torch.cuda.is_available() else "cpu"
-    wanted = resolve_precision(run.eval_options.get("precision", "fp32"), device)
+    wanted = resolve_precision(run.eval_options.get("precision", "fp32"), _device())
     return settings.get("tasks") == run.tasks and settings.get("precision") == wanted
 
 def evaluate_run(run:Run, log=print) -> dict:
@@ -437,7 +438,10 @@ RESULTS_SCHEMA = {
     "preset": "paper, cpu or cpu-smoke",
     "kind": "what the numbers are: 'paper setting', 'small study' or 'pipeline check'",
     "parameters": "the notebook's parameters as given (None where the preset decides)",
-    "hardware": "device, cpu, cores, gpu, torch version of the machine that ran it",
+    "hardware": "the machine that ran it (sentcl.precision.machine_facts): device, cpu, cores, its bf16 units, gpu, "
+                "torch version",
+    "precision": "what the runs ran at, 'auto' resolved on that machine: {'training': ..., 'evaluation': ...} "
+                 "(absent in results written before it was recorded)",
     "created": "ISO-8601 UTC time the results were written",
     "versions": "package versions (sentcl.core.package_versions)",
     "git": "sentcl's git commit, '-dirty' when modified",
@@ -698,6 +702,14 @@ def encoder(self:ExperimentSession, arm:str, seed:int|None=None):
     model = as_encoder(self.model_folder(arm, seed), pooling=o.get("pooling"), template=o.get("template"))
     return protocol_encoder(model, run.protocol, o.get("max_length"))
 
+# %% ../nbs/13_experiments.ipynb #9c84bda2
+@patch
+def precision(self:ExperimentSession) -> dict:
+    "What this session's runs run at on this machine ('auto' resolved): training (None without one) and evaluation."
+    train = sorted({resolve_precision(r.options.precision, _device()) for r in self.runs if r.options})
+    evals = sorted({resolve_precision(r.eval_options.get("precision", "fp32"), _device()) for r in self.runs})
+    return {"training": ", ".join(train) or None, "evaluation": ", ".join(evals) or None}
+
 # %% ../nbs/13_experiments.ipynb #f10121f4
 @patch
 def results(self:ExperimentSession) -> dict:
@@ -705,7 +717,8 @@ def results(self:ExperimentSession) -> dict:
     records = self._ordered_records()
     return {"schema": RESULTS_VERSION, "experiment": self.exp.name, "paper": self.exp.paper,
             "tables": list(self.exp.tables), "title": self.exp.title, "preset": self.preset.name,
-            "kind": self.preset.kind, "parameters": self.parameters, "hardware": hardware(),
+            "kind": self.preset.kind, "parameters": self.parameters, "hardware": machine_facts(),
+            "precision": self.precision(),
             "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
             "versions": package_versions(), "git": git_commit(Path(sys.modules["sentcl.core"].__file__).parent),
             "runs": records, "measured": measured_rows(self.exp, records, self.preset.stand_ins),

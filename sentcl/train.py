@@ -28,9 +28,10 @@ from tqdm.auto import tqdm
 from .checkpoints import CHECKPOINT, config_differences, load_checkpoint, save_checkpoint, seed_everything
 from .cards import write_model_card
 from .checkpoints import PREVIOUS, rng_state, set_rng_state
-from .core import SentclError, atomic_write, default, git_commit, hardware, package_versions, write_json
+from .core import SentclError, atomic_write, default, git_commit, package_versions, write_json
 from .data import DEFAULT_CORPUS, SAMPLES_DIR, load_corpus, sample_fraction
 from .gradients import autocast_context, average_gradients, broadcast_parameters, compute_gradients
+from .precision import machine_facts, resolve_precision
 from .gradients import rank_slice, setup_distributed, world
 from .method_base import Method, MethodConfig, check_field
 from .methods import build_method, get_method, method_config
@@ -367,7 +368,8 @@ def finish(self:Trainer) -> dict:
     if self.rank == 0: self._write_model()
     if self.opts.save_every: self._checkpoint()
     summary = {"finished": True, "step": self.step, "best_dev": self.best, "model": str(self.out/"model"),
-               "seconds": round(time.time() - self.t_start, 1), "examples": len(self.view), "hardware": hardware()}
+               "seconds": round(time.time() - self.t_start, 1), "examples": len(self.view),
+               "precision": resolve_precision(self.opts.precision, self.device), "hardware": machine_facts()}
     if self.rank == 0: write_json(self.out/"summary.json", summary); write_model_card(self.out)
     return summary
 

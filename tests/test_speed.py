@@ -9,13 +9,12 @@ import numpy as np
 import pytest
 
 from sentcl.data import SAMPLES_DIR
-from sentcl.precision import fast_bf16
 
 SENTCL = str(Path(sys.executable).parent / "sentcl")
 
 
-def sentcl(*args, cache=None):
-    env = {"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "PATH": str(Path(sys.executable).parent)}
+def sentcl(*args, cache=None, **extra_env):
+    env = {"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "PATH": str(Path(sys.executable).parent), **extra_env}
     if cache: env["SENTCL_CACHE_DIR"] = str(cache)
     return subprocess.run([SENTCL, *map(str, args)], capture_output=True, text=True, env=env, timeout=600)
 
@@ -41,13 +40,25 @@ def test_encode_and_eval_in_bf16(tmp_path):
     cos = (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
     assert not np.array_equal(a, b) and (1 - cos).max() < 1e-2
     cache = tmp_path / "cache"
-    for precision in ("fp32", "bf16", "auto"):
-        r = sentcl("eval", "--model", "tiny", "--tasks", "stsb", "--data-dir", SAMPLES_DIR, "--precision", precision,
-                   "--out", tmp_path / f"{precision}.json", cache=cache)
-        assert r.returncode == 0, r.stderr[-2000:]
-    docs = {p: json.loads((tmp_path / f"{p}.json").read_text()) for p in ("fp32", "bf16", "auto")}
-    assert [docs[p]["settings"]["precision"] for p in docs] == ["fp32", "bf16", "bf16" if fast_bf16("cpu") else "fp32"]
-    assert abs(docs["bf16"]["tasks"]["stsb"]["spearman"] - docs["fp32"]["tasks"]["stsb"]["spearman"]) < 1.0
+    runs = {}  # both kinds of CPU, simulated: SENTCL_CPU_BF16=1 decides as with bf16 units, 0 as an AVX2-only CPU
+    for units in ("1", "0"):
+        for precision in ("fp32", "bf16", "auto"):
+            out = tmp_path / f"{precision}-{units}.json"
+            r = sentcl("eval", "--model", "tiny", "--tasks", "stsb", "--data-dir", SAMPLES_DIR, "--precision", precision,
+                       "--out", out, cache=cache, SENTCL_CPU_BF16=units)
+            assert r.returncode == 0, r.stderr[-2000:]
+            runs[precision, units] = json.loads(out.read_text()), r.stderr
+    recorded = {k: doc["settings"]["precision"] for k, (doc, _) in runs.items()}
+    assert recorded == {("fp32", "1"): "fp32", ("bf16", "1"): "bf16", ("auto", "1"): "bf16",
+                        ("fp32", "0"): "fp32", ("bf16", "0"): "bf16", ("auto", "0"): "fp32"}
+    warned = {k for k, (_, err) in runs.items() if "bf16 is emulated on this CPU" in err}
+    assert warned == {("bf16", "0")}  # asked-for bf16 without bf16 units: one warning line, and it still runs
+    assert sum("bf16 is emulated" in l for l in runs["bf16", "0"][1].splitlines()) == 1
+    hw = {k: doc["hardware"] for k, (doc, _) in runs.items()}
+    assert hw["auto", "0"]["cpu_avx512_bf16"] is False and hw["auto", "0"]["cpu_bf16_override"] is False
+    assert hw["auto", "1"]["cpu_avx512_bf16"] is True and hw["auto", "1"]["cpu_bf16_override"] is True
+    fp32, bf16 = runs["fp32", "1"][0]["tasks"]["stsb"]["spearman"], runs["bf16", "1"][0]["tasks"]["stsb"]["spearman"]
+    assert abs(bf16 - fp32) < 1.0
     assert len(list(cache.rglob("*.npy"))) == 2  # one entry per precision: bf16 vectors never stand in for fp32
 
 
