@@ -2,6 +2,8 @@
 
 One row per central claim, all on STS (Spearman x100, the paper's average or its stand-in): the paired difference
 of each seed (dots), their mean (bar; green when every seed goes the paper's way), the paper's difference (diamond).
+Each row's verdict is recomputed from its per-seed differences by `sentcl.power.claim_verdict` (supported,
+contradicted or inconclusive with its minimum detectable effect), not read from the status stored with the results.
 Run it after `sentcl experiments run --preset cpu --out results/cpu`:
 
     python tools/home_figure.py [--results results/cpu] [--out nbs/images/cpu_study]
@@ -30,6 +32,8 @@ ROWS = [
 
 def study_contrasts(results: Path) -> pd.DataFrame:
     "The rows of ROWS that the study measured, relabelled for the chart; a one-line error when none was."
+    from sentcl.catalog import get_experiment
+    from sentcl.power import claim_verdict
     from sentcl.report import collect_results
     docs = collect_results(results)
     rows = []
@@ -37,8 +41,12 @@ def study_contrasts(results: Path) -> pd.DataFrame:
         if exp not in docs: continue
         c = pd.DataFrame(docs[exp]["contrasts"])
         hit = c[(c["better"] == better) & (c["worse"] == worse) & (c["column"] == column) & (c["n"] > 0)]
+        arms = get_experiment(exp).arm
+        min_runs = 1 if arms(better).method is None and arms(worse).method is None else 3  # untrained: nothing varies
         for r in hit.to_dict("records"):
-            rows.append({**r, "better": b_label, "worse": w_label, "column": "STS"})
+            paper = None if pd.isna(r["paper_diff"]) else r["paper_diff"]
+            verdict = claim_verdict(r["diffs"], paper, min_runs).replace("minimum detectable effect", "MDE")
+            rows.append({**r, "better": b_label, "worse": w_label, "column": "STS", "status": verdict})
     if not rows:
         raise SystemExit(f"home_figure: no measured claim in {results}; run `sentcl experiments run --preset cpu "
                          f"--data-dir DATA --out {results}` first")
