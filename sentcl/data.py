@@ -27,14 +27,14 @@ from .core import SentclError, atomic_write, cache_dir, exists
 
 # %% auto #0
 __all__ = ['log', 'LABELS', 'SAMPLES_DIR', 'STS_TASKS', 'CLUSTERING_SETS', 'TRANSFER_SETS', 'MORE_TRANSFER_SETS',
-           'PAIR_TRANSFER_SETS', 'PROBING_TASKS', 'UNVERIFIED', 'HUB', 'SENTEVAL_TAR', 'SENTEVAL_SICK',
+           'PAIR_TRANSFER_SETS', 'PROBING_TASKS', 'SAMPLES_LABEL', 'UNVERIFIED', 'HUB', 'SENTEVAL_TAR', 'SENTEVAL_SICK',
            'TRIPLET_COLUMNS', 'SENTEVAL_PROBING_URL', 'DECLUTR_MIN_TOKENS', 'DEFAULT_CORPUS', 'CORPUS_KINDS',
-           'CORPUS_ALIASES', 'data_root', 'read_tsv', 'HubSource', 'hub_frame', 'senteval_member', 'senteval_tar',
-           'senteval_sick', 'normalize_label', 'load_nli', 'nli_triplets', 'is_triplets', 'triplet_pairs',
-           'load_nli_triplets', 'load_sts', 'load_clustering', 'load_transfer', 'load_probing', 'read_lines',
-           'load_sentences', 'split_wikitext_articles', 'TextList', 'sanitize_document', 'declutr_documents',
-           'hub_texts', 'load_openwebtext', 'read_document', 'load_documents', 'corpus_terms', 'load_corpus',
-           'sample_fraction']
+           'CORPUS_ALIASES', 'data_folders', 'with_data_folder', 'data_root', 'read_tsv', 'HubSource', 'hub_frame',
+           'senteval_member', 'senteval_tar', 'senteval_sick', 'normalize_label', 'load_nli', 'nli_triplets',
+           'is_triplets', 'triplet_pairs', 'load_nli_triplets', 'load_sts', 'load_clustering', 'load_transfer',
+           'load_probing', 'read_lines', 'load_sentences', 'split_wikitext_articles', 'TextList', 'sanitize_document',
+           'declutr_documents', 'hub_texts', 'load_openwebtext', 'read_document', 'load_documents', 'corpus_terms',
+           'load_corpus', 'sample_fraction']
 
 # %% ../nbs/02_data.ipynb #ea4cd49e
 log = logging.getLogger(__name__)
@@ -53,17 +53,50 @@ PROBING_TASKS = {  # SentEval's probing tasks (Conneau et al., 2018): sentcl nam
     "subjnumber": "subj_number.txt", "objnumber": "obj_number.txt", "oddmanout": "odd_man_out.txt",
     "coordinationinversion": "coordination_inversion.txt"}
 
-# %% ../nbs/02_data.ipynb #94629b7e
-def data_root(data_dir=None) -> Path | None:
-    "The local data directory: `data_dir`, else `$SENTCL_DATA`, else None (use the hub)."
-    d = data_dir if exists(data_dir) else os.environ.get("SENTCL_DATA") or None
-    if d is None: return None
-    d = Path(d).expanduser()
-    if not d.is_dir():
-        how = "data_dir" if exists(data_dir) else "SENTCL_DATA"
-        raise SentclError(f"data directory {d} (from {how}) does not exist; "
-                          "pass an existing directory in the sentcl data layout")
-    return d
+# %% ../nbs/02_data.ipynb #a175760f
+SAMPLES_LABEL = "@samples"
+
+def data_folders(data_dir) -> list[Path]:
+    "The folders `data_dir` names: paths or labels (`$VARIABLE`, `@samples`), several joined by os.pathsep."
+    parts = list(data_dir) if isinstance(data_dir, (list, tuple)) else str(data_dir).split(os.pathsep)
+    out = []
+    for part in (str(x).strip() for x in parts):
+        if not part: continue
+        if part == SAMPLES_LABEL: out.append(SAMPLES_DIR); continue
+        if part.startswith("$"):
+            name = part[1:].strip("{}")
+            if not os.environ.get(name):
+                raise SentclError(f"data folder {part}: the variable {name} is not set; "
+                                  f"set it to a folder in the sentcl data layout")
+            out += data_folders(os.environ[name]); continue
+        out.append(Path(part).expanduser())
+    return out
+
+# %% ../nbs/02_data.ipynb #8fdbe709
+def with_data_folder(data_dir, # the folders given (None: none)
+                     more, # a folder or label searched after them (None: nothing to add)
+                    ) -> str|None:
+    "`data_dir` with `more` searched after it (once), as one os.pathsep-joined spec."
+    parts = [] if data_dir is None else [str(x) for x in (data_dir if isinstance(data_dir, (list, tuple))
+                                                            else str(data_dir).split(os.pathsep)) if str(x)]
+    if more is not None and str(more) not in parts: parts.append(str(more))
+    return os.pathsep.join(parts) or None
+
+# %% ../nbs/02_data.ipynb #0b697fcc
+def data_root(data_dir=None, # a folder, a label, or several (see `data_folders`); None: $SENTCL_DATA, else the hub
+              need:str|None=None, # what the caller looks for, e.g. 'sts/stsb': the first folder holding it wins
+             ) -> Path | None:
+    "The local data folder to read `need` from, or None (use the hub)."
+    spec = data_dir if exists(data_dir) else os.environ.get("SENTCL_DATA") or None
+    if spec is None: return None
+    folders = data_folders(spec)
+    for d in folders:
+        if not d.is_dir():
+            how = "data_dir" if exists(data_dir) else "SENTCL_DATA"
+            raise SentclError(f"data directory {d} (from {how}) does not exist; "
+                              "pass an existing directory in the sentcl data layout")
+    if not folders: raise SentclError(f"data folder {spec!r} names no folder; pass a directory in the sentcl data layout")
+    return next((d for d in folders if need and (d/need).exists()), folders[0])
 
 # %% ../nbs/02_data.ipynb #0c479ccf
 _SPLIT_ALIASES = {"dev": ("dev", "validation", "valid"), "validation": ("dev", "validation", "valid")}
@@ -305,7 +338,7 @@ def load_nli(name: str = "snli", # corpus: `snli`, `multi_nli`, or any `nli/<nam
              split: str = "train", # split; `+` joins several (`dev+test`)
              data_dir=None) -> pd.DataFrame:
     "NLI pairs as a DataFrame `premise, hypothesis, label` with names for labels and unlabeled pairs dropped."
-    root, frames = data_root(data_dir), []
+    root, frames = data_root(data_dir, f"nli/{name}"), []
     for s in split.split("+"):
         if root is None:
             if ("nli", name) not in HUB: raise _missing(f"NLI corpus {name!r}", "the hub registry (unknown name)")
@@ -346,7 +379,7 @@ def triplet_pairs(triplets: pd.DataFrame) -> pd.DataFrame:
 def load_nli_triplets(name: str = "snli", # an NLI corpus, or `simcse` (hub file) / a triplet table in the data dir
                       split: str = "train", data_dir=None) -> pd.DataFrame:
     "SimCSE-style triplets `sentence, positive, hard_negative` (premise, an entailment, a contradiction)."
-    root = data_root(data_dir)
+    root = data_root(data_dir, f"nli/{name}")
     if root is None and ("triplets", name) in HUB:
         return hub_frame(HUB["triplets", name], split, f"NLI triplets {name}")
     if root is not None and (p := _find_table(root, f"nli/{name}", split)) is not None:
@@ -372,7 +405,7 @@ def _floats(df: pd.DataFrame, col: str) -> np.ndarray:
 def load_sts(task: str, # one of STS_TASKS (or any `sts/<task>` folder, e.g. `stsb_raw`)
              split: str = "test", data_dir=None) -> pd.DataFrame:
     "An STS set as `sentence1, sentence2, score, source` (`source` = sub-file for STS12-16, else the task)."
-    root = data_root(data_dir)
+    root = data_root(data_dir, f"sts/{task}")
     if root is None and task == "sickr": df = senteval_sick(split)  # SentEval's SemEval split (no hub dataset has it)
     elif root is None:
         if ("sts", task) not in HUB: raise _missing(f"STS task {task!r}", "the hub registry (unknown name)")
@@ -397,7 +430,7 @@ def _int_labels(df: pd.DataFrame, cols=("label",)) -> pd.DataFrame:
 def load_clustering(name: str, # one of CLUSTERING_SETS, or any `clustering/<name>` folder (e.g. `wikitext_topics`)
                     data_dir=None) -> pd.DataFrame:
     "A clustering set as `text, label`."
-    root = data_root(data_dir)
+    root = data_root(data_dir, f"clustering/{name}")
     if root is None:
         raise _missing(f"clustering set {name!r}", "nothing: clustering sets are read from a data directory only")
     p = _find_table(root, f"clustering/{name}", "all")
@@ -418,7 +451,7 @@ def load_transfer(name: str, # one of TRANSFER_SETS
                   split: str | None = None, # None: every split (with a `split` column when there are several)
                   data_dir=None) -> pd.DataFrame:
     "A SentEval transfer set: `text, label[, label_fine]` or (MRPC) `sentence1, sentence2, label`."
-    root, src = data_root(data_dir), HUB.get(("transfer", name))
+    root, src = data_root(data_dir, f"transfer/{name}"), HUB.get(("transfer", name))
     if root is None and name == "sicke": return _sick_entailment(split)
     if root is None and src is None: raise _missing(f"transfer set {name!r}", "the hub registry (unknown name)")
     has = ((lambda s: s in dict(src.splits)) if root is None
@@ -446,7 +479,7 @@ _PROBING_SPLITS = {"tr": "train", "va": "dev", "te": "test"}
 
 def _probing_file(task:str, data_dir) -> Path:
     "The SentEval file of probing `task`: in the data directory, else downloaded (once) into the cache."
-    name, root = PROBING_TASKS[task], data_root(data_dir)
+    name, root = PROBING_TASKS[task], data_root(data_dir, "probing")
     if root is not None:
         p = next((q for q in (root/"probing"/name, root/"probing"/f"{name}.gz") if q.exists()), None)
         if p is None: raise _missing(f"probing task {task}", root/"probing"/name, reason="")
@@ -498,7 +531,7 @@ def load_sentences(name: str = "wiki1m", # `wiki/<name>*.txt[.gz]` in the data d
                    data_dir=None,
                    limit: int | None = None) -> list[str]: # keep the first `limit` sentences
     "One-sentence-per-line corpus as a list of strings (empty lines skipped)."
-    root = data_root(data_dir)
+    root = data_root(data_dir, "wiki")
     if root is None:
         if ("sentences", name) not in HUB:
             raise _missing(f"sentence corpus {name!r}", "the hub registry (unknown name)")
@@ -594,7 +627,7 @@ def load_documents(data_dir=None,
                    names=None, # stems/globs under `documents/`, or one folder there; hub: a corpus (None: wikitext103)
                   ) -> list[str]:
     "Long documents (DeCLUTR), one string each; empty documents are skipped and counted."
-    root, corpus = data_root(data_dir), names[0] if names is not None and len(names) == 1 else None
+    root, corpus = data_root(data_dir, "documents"), names[0] if names is not None and len(names) == 1 else None
     if root is None:
         corpus = "wikitext103" if names is None else corpus
         if ("documents", corpus) not in HUB:

@@ -53,7 +53,7 @@ def task_kind(name:str, # a task name
     for kind, names in TASK_GROUPS.items():
         if name in names: return "transfer" if kind == "transfer_more" else kind
     base = name.removesuffix("_fewshot")
-    try: root = data_root(data_dir)
+    try: root = data_root(data_dir, f"transfer/{base}")
     except SentclError: root = None  # a missing folder is reported when the task's data is read
     if root is not None and (root/"transfer"/base).is_dir(): return "fewshot" if base != name else "transfer"
     return "clustering"  # a clustering set by folder name, e.g. a bundled sample (checked when loaded)

@@ -24,8 +24,9 @@ import torch
 from fastcore.basics import patch
 
 from .cards import write_model_card
+from .checkpoints import CHECKPOINT, PREVIOUS, load_checkpoint
 from .core import SentclError, default, git_commit, package_versions, write_json
-from .data import SAMPLES_DIR, TRANSFER_SETS
+from .data import SAMPLES_LABEL, TRANSFER_SETS, with_data_folder
 from .eval import evaluate
 from .method_base import MethodConfig
 from .methods import get_method
@@ -83,7 +84,7 @@ EXPERIMENT_PRESETS = {p.name: p for p in (
     ExperimentPreset("cpu", "cpu", "small study", model="default", needs_data_dir=True, max_steps=100,
                      seeds=(0, 1, 2), precision="auto", eval_precision="auto", corpora=CPU_CORPORA, save_every=50,
                      stand_ins=CPU_STAND_INS, study=CPU_STUDY),
-    ExperimentPreset("cpu-smoke", "cpu-smoke", "pipeline check", model="tiny", data_dir=str(SAMPLES_DIR),
+    ExperimentPreset("cpu-smoke", "cpu-smoke", "pipeline check", model="tiny", data_dir=SAMPLES_LABEL,
                      max_steps=3, batch_size=8, seeds=(0,), stand_ins=SAMPLE_STAND_INS),
 )}
 
@@ -278,7 +279,7 @@ def plan_runs(exp:Experiment, # the experiment
              ) -> list[Run]:
     "Every run of `exp` under `preset`, resolved; nothing is trained or loaded."
     p = get_preset(preset)
-    model, data_dir = default(model, p.model), default(data_dir, p.data_dir)
+    model, data_dir = default(model, p.model), with_data_folder(data_dir, p.data_dir)  # a folder adds to the preset's
     if p.needs_data_dir and data_dir is None:
         raise SentclError(f"preset {preset!r} reads its data from a folder in sentcl's data layout: pass data_dir= "
                           "(--data-dir), e.g. a copy of the shared benchmark data")
@@ -299,10 +300,26 @@ def plan_runs(exp:Experiment, # the experiment
     return runs
 
 # %% ../nbs/13_experiments.ipynb #290aebb6
-def read_json(path) -> dict|None:
-    "The JSON object in `path`, or None when it is missing or unreadable (a run that must be redone)."
-    try: return json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError): return None
+def read_json(path, # a JSON file sentcl wrote (results.json, batch.json, eval.json, summary.json)
+              damaged=None, # called with one line when the file exists but is damaged (None: silent)
+             ) -> dict|None:
+    ("The JSON object in `path`, or None when it is missing or damaged (a piece that must be redone); "
+     "a damaged file is kept beside it as `<name>.damaged`, never lost.")
+    path = Path(path)
+    try: text = path.read_text(encoding="utf-8")
+    except FileNotFoundError: return None
+    except (OSError, UnicodeDecodeError) as e: why = f"unreadable: {type(e).__name__}"
+    else:
+        try: doc = json.loads(text)
+        except ValueError as e: why = f"not valid JSON ({e.msg} at line {e.lineno})" if text.strip() else "empty"
+        else:
+            if isinstance(doc, dict): return doc
+            why = f"a JSON {type(doc).__name__}, not an object"
+    kept = path.with_name(path.name + ".damaged")
+    try: path.replace(kept)
+    except OSError: kept = path
+    if damaged: damaged(f"{path} is damaged ({why}); kept as {kept.name}, redoing what it recorded")
+    return None
 
 def _alive(pid:int) -> bool:
     try: os.kill(pid, 0)
@@ -335,13 +352,28 @@ class TrainingLock:
     def __exit__(self, *exc): self.path.unlink(missing_ok=True)
 
 # %% ../nbs/13_experiments.ipynb #da33507c
+def _finished(folder:Path, log) -> dict|None:
+    "The summary of a finished training in `folder` (its model present), else None; a damaged summary is said."
+    summary = read_json(folder/"summary.json", log)
+    return summary if summary and summary.get("finished") and (folder/"model").is_dir() else None
+
+def _resumable(folder:Path, log) -> bool:
+    "Whether `folder` holds a good checkpoint; damaged ones with no good one left are set aside (and said)."
+    found = [folder/n for n in (CHECKPOINT, PREVIOUS) if (folder/n).is_file()]
+    if not found: return False
+    try: return load_checkpoint(folder) is not None
+    except SentclError as e:
+        for p in found: p.replace(p.with_name(p.name + ".damaged"))
+        log(f"  {' '.join(str(e).split(';')[0].split())}; set aside as *.damaged, training from the start")
+        return False
+
 def train_run(run:Run, log=print) -> dict:
     "Train `run` unless its folder holds a finished run (resuming from its checkpoint); one process at a time."
-    done = lambda: (read_json(Path(run.train_folder)/"summary.json") or {}).get("finished")
-    if done(): return read_json(Path(run.train_folder)/"summary.json")
-    with TrainingLock(run.train_folder, log):
-        if done(): return read_json(Path(run.train_folder)/"summary.json")  # trained while we waited
-        resume = (Path(run.train_folder)/"checkpoint.pt").exists()
+    folder = Path(run.train_folder)
+    if done := _finished(folder, log): return done
+    with TrainingLock(folder, log):
+        if done := _finished(folder, log): return done  # trained while we waited
+        resume = _resumable(folder, log)
         log(f"  train {run.key}: {run.method} on {run.describe()['data']}{' (resuming)' if resume else ''}")
         return train(run.method, run.overrides, dataclasses.replace(run.options, resume=resume))
 
@@ -368,7 +400,7 @@ def evaluated_as_planned(run:Run, settings:dict) -> bool:
 def evaluate_run(run:Run, log=print) -> dict:
     "Evaluate `run`'s model (its trained folder, or the untrained model) unless its eval.json is complete."
     path = Path(run.folder)/"eval.json"
-    done, options = read_json(path), dict(run.eval_options)
+    done, options = read_json(path, log), dict(run.eval_options)
     if done and done.get("complete") and evaluated_as_planned(run, done.get("settings", {})): return done
     data_dir = options.pop("data_dir", None) if run.method is None else run.options.data_dir
     model = run.model if run.method is None else str(Path(run.train_folder)/"model")
@@ -586,7 +618,7 @@ class ExperimentSession:
 @patch
 def _load_finished(self:ExperimentSession):
     "Pick up the records of runs already done in this folder (results.json of an earlier, interrupted session)."
-    old = read_json(self.out/"results.json")
+    old = read_json(self.out/"results.json", self.log)
     if not old: return
     self.figures, self.extra = list(old.get("figures", [])), dict(old.get("extra", {}))
     runs = {r.key: r for r in self.runs}

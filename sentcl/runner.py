@@ -5,6 +5,7 @@
 # %% ../nbs/13b_runner.ipynb #714f451d
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -17,12 +18,13 @@ import pandas as pd
 
 import sentcl
 from .catalog import EXPERIMENTS, get_experiment
-from .core import SentclError, write_json
+from .core import SentclError, atomic_write, write_json
 from .experiments import EXPERIMENT_PRESETS, check_results, get_preset, plan_row, plan_runs, read_json
 
 # %% auto #0
-__all__ = ['select_experiments', 'list_experiments', 'dry_run', 'notebooks_dir', 'notebook_path', 'papermill_command',
-           'job_environment', 'experiment_done', 'BatchState', 'run_one', 'run_batch']
+__all__ = ['select_experiments', 'list_experiments', 'dry_run', 'data_label', 'machine_paths', 'portable_text', 'notebooks_dir',
+           'notebook_path', 'papermill_command', 'job_environment', 'experiment_done', 'BatchState', 'run_one',
+           'run_batch']
 
 # %% ../nbs/13b_runner.ipynb #f6520716
 def select_experiments(names=None, # experiment names (None or empty: all of them, or all of `paper`'s)
@@ -68,6 +70,34 @@ def dry_run(names=None, preset:str="cpu-smoke", data_dir=None, out="runs/experim
         rows += [plan_row(r) for r in runs]
     return pd.DataFrame(rows)
 
+# %% ../nbs/13b_runner.ipynb #a010df79
+def data_label(data_dir, # the batch's data folder(s): paths or labels, several joined by os.pathsep; None: none
+              ) -> tuple[str|None, dict]:
+    "The label a batch records for `data_dir`, and the environment the jobs need for it to resolve."
+    if data_dir is None: return None, {}
+    parts = [p for p in str(data_dir).split(os.pathsep) if p]
+    is_label = lambda p: p.startswith(("$", "@"))
+    paths = [str(Path(p).expanduser().resolve()) for p in parts if not is_label(p)]
+    if not paths: return str(data_dir), {}
+    return os.pathsep.join(["$SENTCL_DATA", *(p for p in parts if is_label(p))]), {"SENTCL_DATA": os.pathsep.join(paths)}
+
+# %% ../nbs/13b_runner.ipynb #3b253722
+def machine_paths(batch:Path, # the batch folder
+                  env:dict|None=None, # the jobs' environment (its SENTCL_DATA)
+                 ) -> dict:
+    "{absolute path of this machine: what a record says instead}, longest first."
+    import tempfile
+    checkout = Path(sentcl.__file__).resolve().parent.parent
+    found = {str(Path(batch).resolve()): ".", str(checkout): "<sentcl>", sys.prefix: "<venv>",
+             sys.base_prefix: "<python>", str(Path.home()): "~", tempfile.gettempdir(): "<tmp>",
+             **{p: "$SENTCL_DATA" for p in (env or {}).get("SENTCL_DATA", "").split(os.pathsep) if p}}
+    return dict(sorted(((k, v) for k, v in found.items() if len(k) > 1), key=lambda kv: -len(kv[0])))
+
+def portable_text(text:str, paths:dict) -> str:
+    "`text` with each absolute path of `paths` (see `machine_paths`) replaced by its label."
+    for path, label in paths.items(): text = text.replace(path, label)
+    return text
+
 # %% ../nbs/13b_runner.ipynb #d065b0c0
 def notebooks_dir(notebooks=None) -> Path:
     ("Where the experiment notebooks are: `notebooks`, else $SENTCL_EXPERIMENTS_DIR, "
@@ -86,10 +116,10 @@ def notebook_path(name:str, notebooks=None) -> Path:
     return p
 
 # %% ../nbs/13b_runner.ipynb #2c268002
-def papermill_command(notebook:Path, target:Path, parameters:dict) -> list[str]:
-    "The command that executes `notebook` into `target` with `parameters` (a fresh process, this Python)."
+def papermill_command(notebook:Path, target:Path, parameters:dict, cwd:Path) -> list[str]:
+    "The command that executes `notebook` into `target` with `parameters` in folder `cwd` (a fresh process)."
     return [sys.executable, "-m", "papermill", str(notebook), str(target), "-y", json.dumps(parameters),
-            "-k", "python3", "--log-output", "--no-progress-bar", "--cwd", str(target.parent)]
+            "-k", "python3", "--log-output", "--no-progress-bar", "--cwd", str(cwd)]
 
 def job_environment(slot:int, jobs:int) -> dict:
     "The environment of job `slot` of `jobs`: its own GPU when there are enough, else a share of the CPU threads."
@@ -107,19 +137,24 @@ def job_environment(slot:int, jobs:int) -> dict:
     return env
 
 # %% ../nbs/13b_runner.ipynb #65bcf085
-def experiment_done(folder:Path, preset:str) -> bool:
-    "True when `folder/results.json` is a complete, valid result of `preset`."
-    doc = read_json(folder/"results.json")
+def experiment_done(folder:Path, preset:str, log=None) -> bool:
+    "True when `folder/results.json` is a complete, valid result of `preset`; a damaged one is said (`log`)."
+    doc = read_json(folder/"results.json", log)
     if not doc: return False
     try: check_results(doc, str(folder/"results.json"))
-    except SentclError: return False
+    except SentclError as e:
+        if log: log(f"{e}: {folder.name} runs again")
+        return False
     return doc["complete"] and doc["preset"] == preset
 
 class BatchState:
     "`<out>/batch.json`: each experiment's status (pending, running, done, kept, failed), times and error; atomic."
-    def __init__(self, out:Path):
+    def __init__(self, out:Path, log=None):
         self.path = Path(out)/"batch.json"
-        self.doc = read_json(self.path) or {"experiments": {}}
+        self.doc = read_json(self.path, log) or {"experiments": {}}
+        if not isinstance(self.doc.get("experiments"), dict):
+            if log: log(f"{self.path} has no 'experiments' table; starting a new one")
+            self.doc = {"experiments": {}}
 
     def set(self, name:str, **fields):
         self.doc["experiments"][name] = {**self.doc["experiments"].get(name, {}), **fields}
@@ -135,16 +170,25 @@ def _error_of(log:Path, returncode:int) -> str:
     hits = [l for l in lines if "Error" in l or "Exception" in l]
     return (hits[-1] if hits else f"papermill exited with status {returncode}")[:500]
 
+def _make_portable(files, paths:dict):
+    "Rewrite text files (a log, an executed notebook) with this machine's paths replaced by labels."
+    for f in files:
+        try: text = f.read_text(encoding="utf-8")
+        except OSError: continue
+        if (new := portable_text(text, paths)) != text:
+            with atomic_write(f) as g: g.write(new)
+
 def run_one(name:str, preset:str, out:Path, parameters:dict, notebooks=None, env=None) -> dict:
     "Execute one experiment notebook into `out/<name>/`; returns status, seconds and the error if it failed."
-    folder = Path(out)/name
+    out = Path(out); folder = out/name
     folder.mkdir(parents=True, exist_ok=True)
-    params = {**parameters, "preset": preset, "out": str(folder.resolve())}
+    params = {**parameters, "preset": preset, "out": name}  # relative to the batch folder, where the notebook runs
     t0 = time.time()
     with open(folder/"log.txt", "w", encoding="utf-8") as log:
-        proc = subprocess.run(papermill_command(notebook_path(name, notebooks), folder/f"{name}.ipynb", params),
+        proc = subprocess.run(papermill_command(notebook_path(name, notebooks), folder/f"{name}.ipynb", params, out),
                               stdout=log, stderr=subprocess.STDOUT, env=env)
     seconds = round(time.time() - t0, 1)
+    _make_portable([folder/"log.txt", folder/f"{name}.ipynb"], machine_paths(out, env))
     if proc.returncode == 0 and experiment_done(folder, preset): return {"status": "done", "seconds": seconds}
     error = (_error_of(folder/"log.txt", proc.returncode) if proc.returncode
              else "the notebook ended without a complete results.json")
@@ -161,11 +205,13 @@ def run_batch(names=None, preset:str="cpu-smoke", out="runs/experiments", data_d
     get_preset(preset)
     if jobs < 1: raise SentclError(f"--jobs {jobs}: give at least 1")
     names, out = select_experiments(names, paper, preset), Path(out)
-    params = {**(parameters or {}), **({"data_dir": str(Path(data_dir).resolve())} if data_dir else {})}
-    for n in names: notebook_path(n, notebooks); plan_runs(get_experiment(n), preset, out/n, **_plan_args(params))
-    state, todo = BatchState(out), []
+    label, data_env = data_label(data_dir)
+    params = {**(parameters or {}), **({"data_dir": label} if label else {})}
+    with _environment(data_env):  # the plan checks resolve the label as the jobs will
+        for n in names: notebook_path(n, notebooks); plan_runs(get_experiment(n), preset, out/n, **_plan_args(params))
+    state, todo = BatchState(out, log), []
     for n in names:
-        if not force and experiment_done(out/n, preset): state.set(n, status="kept", error=None)
+        if not force and experiment_done(out/n, preset, log): state.set(n, status="kept", error=None)
         else: todo.append(n)
     log(f"sentcl experiments: {len(names)} experiment(s), preset {preset}, {len(names) - len(todo)} already done, "
         f"{len(todo)} to run, {jobs} at a time, in {out}")
@@ -173,13 +219,24 @@ def run_batch(names=None, preset:str="cpu-smoke", out="runs/experiments", data_d
         slot, n = item
         state.set(n, status="running", started=time.strftime("%Y-%m-%dT%H:%M:%S"), error=None)
         log(f"  started {n}")
-        rec = run_one(n, preset, out, params, notebooks, job_environment(slot, jobs))
+        rec = run_one(n, preset, out, params, notebooks, {**job_environment(slot, jobs), **data_env})
         state.set(n, **rec)
         log(_line(names.index(n) + 1, len(names), n, rec))
         return rec
     with ThreadPoolExecutor(max_workers=jobs) as pool: list(pool.map(job, [(i % jobs, n) for i, n in enumerate(todo)]))
     return pd.DataFrame([{"experiment": n, **{k: state.get(n).get(k) for k in ("status", "seconds", "error")}}
                          for n in names])
+
+@contextlib.contextmanager
+def _environment(values:dict):
+    "Set environment `values` for the duration (the batch's SENTCL_DATA while it plans)."
+    old = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try: yield
+    finally:
+        for k, v in old.items():
+            if v is None: os.environ.pop(k, None)
+            else: os.environ[k] = v
 
 def _plan_args(params:dict) -> dict:
     "The parameters `plan_runs` takes, to check a batch's parameters before anything runs."

@@ -29,7 +29,7 @@ from .checkpoints import CHECKPOINT, config_differences, load_checkpoint, save_c
 from .cards import write_model_card
 from .checkpoints import PREVIOUS, rng_state, set_rng_state
 from .core import SentclError, atomic_write, default, git_commit, package_versions, write_json
-from .data import DEFAULT_CORPUS, SAMPLES_DIR, load_corpus, sample_fraction
+from .data import DEFAULT_CORPUS, SAMPLES_LABEL, load_corpus, sample_fraction, with_data_folder
 from .gradients import autocast_context, average_gradients, broadcast_parameters, compute_gradients
 from .precision import machine_facts, resolve_precision
 from .gradients import rank_slice, setup_distributed, world
@@ -101,7 +101,7 @@ def cpu_overrides(method:str) -> dict:
     return o
 
 PRESETS = {"paper": Preset(), "cpu": Preset(cpu_overrides),
-           "cpu-smoke": Preset(cpu_smoke_overrides, {"max_steps": 40, "data_dir": str(SAMPLES_DIR)})}
+           "cpu-smoke": Preset(cpu_smoke_overrides, {"max_steps": 40, "data_dir": SAMPLES_LABEL})}
 
 # %% ../nbs/08_train.ipynb #32d818d1
 def resolve(method:str, # a key of `sentcl.methods.METHODS`
@@ -116,7 +116,9 @@ def resolve(method:str, # a key of `sentcl.methods.METHODS`
     config = method_config(method, **{**preset.overrides(method), **(overrides or {})})
     filled = {k: v for k, v in preset.options.items() if getattr(options, k) is None}
     options = dataclasses.replace(options, **filled)
-    out, data_dir, train_data = options.out or f"runs/{method}", options.data_dir, options.train_data
+    # a preset's own data (cpu-smoke's bundled stand-ins) stays searched after a folder the user adds
+    data_dir = with_data_folder(options.data_dir, preset.options.get("data_dir"))
+    out, train_data = options.out or f"runs/{method}", options.train_data
     options = dataclasses.replace(options, out=str(out), data_dir=None if data_dir is None else str(data_dir),
                                   train_data=None if train_data is None else str(train_data))
     return config, dataclasses.replace(options, **{f.name: check_field(RunOptions, f.name, getattr(options, f.name))
