@@ -300,8 +300,12 @@ def run_experiments(args) -> int:
         print(f"report: {write_report(args.runs, args.out)}")
         return 0
     if args.action == "compare":
-        from sentcl.report import collect_results, compare_results
-        table = compare_results(collect_results(args.base), collect_results(args.other))
+        from sentcl.report import collect_results, compare_results, setting_differences
+        problems = {}
+        base, other = collect_results(args.base, problems=problems), collect_results(args.other, problems=problems)
+        for why in problems.values(): print(f"unreadable, left out: {why}")
+        for line in setting_differences(base, other): print(line)
+        table = compare_results(base, other)
         with wide: print(table.to_string(index=False))
         outside, exact = int((~table["within spread"]).sum()), int((table["largest seed difference"] == 0).sum())
         print(f"\n{len(table) - outside} of {len(table)} arm/column means within {args.base}'s spread over seeds; "

@@ -302,6 +302,7 @@ def plan_runs(exp:Experiment, # the experiment
 # %% ../nbs/13_experiments.ipynb #290aebb6
 def read_json(path, # a JSON file sentcl wrote (results.json, batch.json, eval.json, summary.json)
               damaged=None, # called with one line when the file exists but is damaged (None: silent)
+              set_aside:bool=True, # keep a damaged file as `<name>.damaged` (False: a reader leaves it in place)
              ) -> dict|None:
     ("The JSON object in `path`, or None when it is missing or damaged (a piece that must be redone); "
      "a damaged file is kept beside it as `<name>.damaged`, never lost.")
@@ -315,6 +316,9 @@ def read_json(path, # a JSON file sentcl wrote (results.json, batch.json, eval.j
         else:
             if isinstance(doc, dict): return doc
             why = f"a JSON {type(doc).__name__}, not an object"
+    if not set_aside:
+        if damaged: damaged(f"{path} is damaged ({why})")
+        return None
     kept = path.with_name(path.name + ".damaged")
     try: path.replace(kept)
     except OSError: kept = path

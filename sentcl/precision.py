@@ -129,4 +129,6 @@ def bf16_units(facts:dict) -> str:
     if facts.get("gpu"): return f"{facts['gpu']} ({'bf16' if facts.get('gpu_bf16') else 'no bf16'})"
     if "cpu_avx512_bf16" not in facts: return f"{facts.get('cpu', 'unknown CPU')} (bf16 units not recorded)"
     units = [n for k, n in (("cpu_avx512_bf16", "AVX-512 BF16"), ("cpu_amx", "AMX")) if facts.get(k)]
-    return f"{facts.get('cpu', 'unknown CPU')} ({', '.join(units) or 'no bf16 units'})"
+    override = facts.get("cpu_bf16_override")
+    told = "" if override is None else f", as told by SENTCL_CPU_BF16={int(override)}"
+    return f"{facts.get('cpu', 'unknown CPU')} ({', '.join(units) or 'no bf16 units'}{told})"

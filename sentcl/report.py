@@ -12,37 +12,44 @@ import numpy as np
 import pandas as pd
 
 from .catalog import EXPERIMENTS
-from .core import SentclError, atomic_write
+from .core import SentclError, atomic_write, default
 from .experiments import _seed_values, check_results, get_preset, measured_value, plan_runs, published, read_json
 from .paper_numbers import PAPERS, load_published
 
 # %% auto #0
 __all__ = ['REPRODUCED_WITHIN', 'collect_results', 'collect_failures', 'row_status', 'stand_ins_used', 'experiment_section',
-           'report_markdown', 'write_report', 'paper_experiments', 'compare_results']
+           'report_markdown', 'write_report', 'paper_experiments', 'compare_results', 'run_precision',
+           'setting_differences']
 
 # %% ../nbs/13c_report.ipynb #93a272bd
-def collect_results(*roots) -> dict:
+def collect_results(*roots,
+                    problems:dict|None=None, # filled with {experiment: why its results.json could not be read}
+                   ) -> dict:
     "{experiment: results document} from batch folders (`<root>/<experiment>/results.json`); the newest wins."
-    found = {}
+    found, problems = {}, default(problems, {})
     for root in roots:
         root = Path(root)
         if not root.is_dir():
             raise SentclError(f"{root}: no such folder; give a folder that `sentcl experiments run` wrote")
         for p in sorted(root.glob("*/results.json")):
-            doc = read_json(p)
+            said = lambda why, name=p.parent.name: problems.setdefault(name, why)
+            doc = read_json(p, said, set_aside=False)
             if doc is None: continue
             try: check_results(doc, str(p))
-            except SentclError: continue
+            except SentclError as e: said(str(e)); continue
             doc["_folder"] = str(p.parent)
             if doc["experiment"] not in found or doc["created"] > found[doc["experiment"]]["created"]:
                 found[doc["experiment"]] = doc
     return found
 
-def collect_failures(*roots) -> dict:
+def collect_failures(*roots,
+                     problems:dict|None=None, # filled with {batch.json path: why it could not be read}
+                    ) -> dict:
     "{experiment: error} of experiments a batch recorded as failed (`<root>/batch.json`)."
-    failed = {}
+    failed, problems = {}, default(problems, {})
     for root in roots:
-        state = read_json(Path(root)/"batch.json") or {}
+        path = Path(root)/"batch.json"
+        state = read_json(path, lambda why: problems.setdefault(str(path), why), set_aside=False) or {}
         for name, rec in state.get("experiments", {}).items():
             if rec.get("status") == "failed": failed[name] = rec.get("error") or "failed"
     return failed
@@ -150,12 +157,16 @@ def _figure_lines(doc:dict, out:Path) -> list[str]:
         lines += ["", f"![{doc['experiment']}: {src.stem}](figures/{doc['experiment']}/{src.name})"]
     return lines
 
-def experiment_section(exp, doc:dict|None, out:Path, failure:str|None=None) -> list[str]:
+def experiment_section(exp, doc:dict|None, out:Path, failure:str|None=None,
+                       problem:str|None=None, # why its results file could not be read
+                      ) -> list[str]:
     "The report section of one experiment: provenance, each table paper beside measured, claims, figures."
     lines = [f"### {exp.title}", "", f"`{exp.name}`: {exp.measures}.", ""]
     if failure:
         lines.append(f"**Failed** in its last batch: {failure} "
                      "(its executed notebook and log.txt are in the batch folder).")
+    if problem and doc is None:
+        lines.append(f"**Unreadable results**: {problem}. Shown as not run; rerunning the batch redoes it.")
     lines.append(_provenance(doc) if doc else "**Not run.**")
     for table in exp.tables:
         t = published(exp.paper, table)
@@ -167,19 +178,22 @@ def experiment_section(exp, doc:dict|None, out:Path, failure:str|None=None) -> l
     return lines + [""]
 
 # %% ../nbs/13c_report.ipynb #47ff934f
-def report_markdown(results:dict, out:Path, failures:dict|None=None) -> str:
+def report_markdown(results:dict, out:Path, failures:dict|None=None,
+                    problems:dict|None=None, # {experiment or file: why it could not be read}
+                   ) -> str:
     "The whole report: a summary, then each paper's experiments in catalog order."
     lines = ["# Reproduction report", "",
              "Each table puts the paper's number beside the measured one (paper / measured; measured values are "
              "mean ± std over seeds). Statuses are defined in `sentcl.report`; a `cpu` result can at most reproduce a "
              "direction, a `cpu-smoke` result is a pipeline check.", "",
              "| experiment | preset | runs | claims supported | date |", "|---|---|---:|---:|---|"]
-    failures = failures or {}
+    failures, problems = failures or {}, problems or {}
     for name, exp in EXPERIMENTS.items():
         d = results.get(name)
         if d is None:
-            lines.append(f"| [{name}](#{name}) | – | – | – | "
-                         + (f"failed: {failures[name]}" if name in failures else "not run") + " |")
+            why = (f"failed: {failures[name]}" if name in failures else
+                   f"unreadable results, shown as not run: {problems[name]}" if name in problems else "not run")
+            lines.append(f"| [{name}](#{name}) | – | – | – | {why} |")
             continue
         sup = sum(c["status"] == "supported" for c in d["contrasts"])
         total = sum(c["status"] != "not measured" for c in d["contrasts"])
@@ -189,7 +203,10 @@ def report_markdown(results:dict, out:Path, failures:dict|None=None) -> str:
         for name, exp in EXPERIMENTS.items():
             if exp.paper == paper:
                 lines += [f'<a id="{name}"></a>', ""]
-                lines += experiment_section(exp, results.get(name), out, failures.get(name))
+                lines += experiment_section(exp, results.get(name), out, failures.get(name), problems.get(name))
+    unknown = {k: v for k, v in problems.items() if k not in EXPERIMENTS}
+    if unknown: lines[4:4] = ["Files that could not be read (what they held is not shown): "
+                              + "; ".join(unknown.values()) + ".", ""]
     return "\n".join(lines) + "\n"
 
 def write_report(roots, # batch folders (`sentcl experiments run --out`)
@@ -198,7 +215,9 @@ def write_report(roots, # batch folders (`sentcl experiments run --out`)
     "Write the reproduction report of the results found in `roots`; returns the Markdown file's path."
     out = Path(out); out.mkdir(parents=True, exist_ok=True)
     roots = [roots] if isinstance(roots, (str, Path)) else list(roots)
-    text = report_markdown(collect_results(*roots), out, collect_failures(*roots))
+    problems = {}
+    text = report_markdown(collect_results(*roots, problems=problems), out,
+                           collect_failures(*roots, problems=problems), problems)
     path = out/"report.md"
     with atomic_write(path, "w", encoding="utf-8") as f: f.write(text)
     return path
@@ -257,3 +276,24 @@ def compare_results(base:dict, # {experiment: results document}, e.g. `collect_r
     if not rows: raise SentclError("no experiment has a measured claim in both result sets; "
                                    "compare folders that `sentcl experiments run` wrote for the same experiments")
     return pd.DataFrame(rows)
+
+# %% ../nbs/13c_report.ipynb #41dc4b79
+def run_precision(doc:dict) -> dict:
+    "{'training': ..., 'evaluation': ...} a results document ran at; older documents: read from their runs."
+    if doc.get("precision"): return doc["precision"]
+    ev = sorted({r["eval"].get("settings", {}).get("precision") or "fp32" for r in doc["runs"]})
+    tr = sorted({(r.get("train") or {}).get("precision") or f"{r['describe']['precision']} (resolved value not recorded)"
+                 for r in doc["runs"] if r["method"] is not None})
+    return {"training": ", ".join(tr) or None, "evaluation": ", ".join(ev) or None}
+
+def setting_differences(base:dict, other:dict) -> list[str]:
+    "One line per experiment whose two results ran at another precision or on other hardware."
+    from sentcl.precision import bf16_units
+    lines = []
+    for name in [n for n in base if n in other]:
+        pa, pb = run_precision(base[name]), run_precision(other[name])
+        moved = [f"{k} {pa.get(k)} vs {pb.get(k)}" for k in ("training", "evaluation") if pa.get(k) != pb.get(k)]
+        if moved: lines.append(f"{name}: precision differs: {'; '.join(moved)}")
+        ha, hb = bf16_units(base[name].get("hardware", {})), bf16_units(other[name].get("hardware", {}))
+        if ha != hb: lines.append(f"{name}: hardware differs: {ha} vs {hb}")
+    return lines
