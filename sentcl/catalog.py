@@ -7,17 +7,23 @@
 # claims, one section per paper; splitting it per paper would only add imports to `EXPERIMENTS`.
 from __future__ import annotations
 
+from pathlib import Path
+
 from .core import SentclError
+from .data import SAMPLES_DIR
+from .eval import averages, resolve_tasks, task_kind
+from .methods import get_method
 from .negation import SNCSE_ANCHOR_TEMPLATE
 from .experiments import (ALL_PRESETS, CPU_CLUSTERING_SETS, CPU_TRANSFER_SETS, Arm, Contrast, Experiment,
-                                ExperimentSession)
+                                ExperimentPreset, ExperimentSession, get_preset, measured_value, plan_runs, published)
+from .views import VIEWS
 
 # %% auto #0
 __all__ = ['PAPER', 'SMALL', 'STS', 'CLUSTERING', 'TRANSFER', 'FEWSHOT', 'PAIRSUPCON_MODELS', 'PAIRSUPCON', 'ABLATION_TASKS',
            'PAIRSUPCON_ABLATIONS', 'TSNE_SET', 'PAIRSUPCON_FIGURES', 'LIAO_MODELS', 'LIAO_SEEN', 'LIAO',
            'LIAO_SWEEP_ARMS', 'LIAO_SWEEPS', 'SNCSE_TABLE2_ARMS', 'SNCSE', 'SNCSE_GRID', 'SNCSE_FIGURES',
            'DECLUTR_TASKS', 'DECLUTR_ARMS', 'DECLUTR_SAMPLING', 'DECLUTR_OBJECTIVES', 'DECLUTR', 'EXPERIMENTS', 'tasks',
-           'get_experiment', 'experiment_session']
+           'get_experiment', 'experiment_session', 'preset_facts', 'preset_summary', 'preset_summaries']
 
 # %% ../nbs/13a_catalog.ipynb #66a326aa
 PAPER = ("paper",)
@@ -174,17 +180,24 @@ PAIRSUPCON_FIGURES = (
 )
 
 # %% ../nbs/13a_catalog.ipynb #eaf67c87
-def _scl(name:str, row:str, n_pos:int, lam:float, temperature:float=1.0, presets=PAPER) -> Arm:
-    return Arm(name, "supcon", {"n_pos": n_pos, "lam": lam, "temperature": temperature}, row=row, presets=presets)
+def _scl(name:str, row:str, n_pos:int, lam:float, temperature:float=1.0, presets=PAPER, n_neg:int=-1,
+         label:str|None=None) -> Arm:
+    over = {"n_pos": n_pos, **({"n_neg": n_neg} if n_neg != -1 else {}), "lam": lam, "temperature": temperature}
+    return Arm(name, "supcon", over, row=row, presets=presets, label=label)
+
+def _3p3n(lam:float, row:str) -> tuple:
+    "Both readings of a 3p3n row: the released code's (its neg_num ignored: all negatives) and the paper's (3)."
+    return (_scl(f"scl-3p3n-{lam}", row, 3, lam, label=f"{row} (released code: all negatives)"),
+            _scl(f"scl-3p3n-paper-{lam}", row, 3, lam, n_neg=3, label=f"{row} (paper: 3 negatives)"))
 
 LIAO_MODELS = (
     Arm("pretrained", None, model="google/bert_uncased_L-8_H-512_A-8", label="pre-trained encoder (untrained)"),
     Arm("ce", "supcon", {"lam": 0.0}, row="SBERT baseline", label="CE only (SBERT baseline)"),
     Arm("augment-3p3n", "sbert-augment", {"n_pos": 3, "n_neg": 3}, row="3p3n-Augment", presets=PAPER),
     Arm("augment-allpalln", "sbert-augment", {"n_pos": -1, "n_neg": -1}, row="allpalln-Augment"),
-    _scl("scl-3p3n-0.5", "3p3n-lambda0.5-SCL", 3, 0.5), _scl("scl-3palln-0.5", "3palln-lambda0.5-SCL", 3, 0.5),
+    *_3p3n(0.5, "3p3n-lambda0.5-SCL"), _scl("scl-3palln-0.5", "3palln-lambda0.5-SCL", 3, 0.5),
     _scl("scl-allpalln-0.5", "allpalln-lambda0.5-SCL", -1, 0.5),
-    _scl("scl-3p3n-1.0", "3all3n-lambda1.0-SCL", 3, 1.0), _scl("scl-3palln-1.0", "3palln-lambda1.0-SCL", 3, 1.0),
+    *_3p3n(1.0, "3all3n-lambda1.0-SCL"), _scl("scl-3palln-1.0", "3palln-lambda1.0-SCL", 3, 1.0),
     _scl("scl-allpalln-1.0", "allpalln-lambda1.0-SCL", -1, 1.0, presets=ALL_PRESETS),
     _scl("scl-allpalln-0.1", "allpalln-lambda0.1-SCL", -1, 0.1),
     _scl("scl-allpalln-0.3", "allpalln-lambda0.3-SCL", -1, 0.3, presets=ALL_PRESETS),
@@ -194,7 +207,11 @@ _LIAO_CLAIMS = (Contrast("scl-allpalln-0.3", "ce", ("avg",), "supervised contras
                 Contrast("scl-allpalln-0.3", "scl-allpalln-1.0", ("avg",), "mixing CE into SCL beats SCL alone"),
                 Contrast("ce", "augment-allpalln", ("avg",), "CE on the augmented pairs scores below plain CE"),
                 Contrast("scl-allpalln-0.3", "augment-allpalln", ("avg",),
-                         "the gain is not from the augmented data: CE on the same pairs does worse"))
+                         "the gain is not from the augmented data: CE on the same pairs does worse"),
+                *(Contrast(f"scl-3palln-{lam}", f"scl-3p3n{reading}-{lam}", ("avg",),
+                           f"all negatives beat three per anchor (λ = {lam}; 3p3n as {who})")
+                  for lam in (0.5, 1.0) for reading, who in (("-paper", "the paper defines it"),
+                                                              ("", "the released code trains it"))))
 LIAO_SEEN = {"paper": "sts", "cpu": "sts", "cpu-smoke": "stsb"}
 
 # %% ../nbs/13a_catalog.ipynb #69ec8c16
@@ -444,3 +461,118 @@ def get_experiment(name:str) -> Experiment:
 def experiment_session(name:str, **parameters) -> ExperimentSession:
     "The session of experiment `name` under a notebook's parameters (preset, model, data_dir, steps, ...)."
     return ExperimentSession(get_experiment(name), **parameters)
+
+# %% ../nbs/13a_catalog.ipynb #3ce24c08
+_UNITS = {"nli": "pairs", "sentences": "sentences", "documents": "documents"}  # one example of a view's corpus
+
+def _stand_ins(exp:Experiment, p:ExperimentPreset, tasks:list) -> dict:
+    "{compared column: the column read in its place} for columns `tasks` do not produce but a stand-in does."
+    fake = {t: dict.fromkeys(("all", "mean", "wmean", "spearman", "acc", "acc_mean", "nmi_mean"), 1.0) for t in tasks}
+    ev = {"tasks": fake, "avg": averages(fake)}
+    cols = {exp.measured_column(c, t) for t in exp.tables for c in published(exp.paper, t)["columns"]}
+    cols |= {exp.measured_column(c, k.table or exp.tables[0]) for k in exp.contrasts for c in k.columns}
+    return {c: p.stand_ins[c] for c in sorted(cols) if c in p.stand_ins and measured_value(ev, c) is None
+            and measured_value(ev, c, stand_ins=p.stand_ins) is not None}
+
+# %% ../nbs/13a_catalog.ipynb #ab1fbea8
+def _plan_facts(exp:Experiment, p:ExperimentPreset) -> dict:
+    "What `plan_runs` will run for `exp` under `p`: arms, trainings, models, lengths, batches, data and tasks."
+    runs = plan_runs(exp, p.name, out=Path("/nonexistent"), data_dir="<data-dir>" if p.needs_data_dir else None)
+    trained, tasks = [r for r in runs if r.method is not None], resolve_tasks(exp.tasks[p.name])
+    by_kind = {}
+    for t in tasks: by_kind.setdefault(task_kind(t, p.data_dir), []).append(t)
+    unit = lambda r: _UNITS.get(VIEWS[get_method(r.method).view].corpus, "examples")
+    return {"experiment": exp.name, "study_arms": p.study.get(exp.name),
+            "untrained": [r.arm for r in runs if r.method is None],
+            "trained": list(dict.fromkeys(r.arm for r in trained)), "trainings": len({r.train_folder for r in trained}),
+            "run_seeds": sorted({r.seed for r in trained}), "models": sorted({r.model for r in trained}),
+            "epochs": sorted({r.config.epochs for r in trained if not r.options.max_steps}),
+            "batches": sorted({(r.config.batch_size, unit(r)) for r in trained}),
+            "train_data": sorted({r.options.train_data or r.config.corpus for r in trained}),
+            "tasks": by_kind, "stand_ins": _stand_ins(exp, p, tasks)}
+
+def preset_facts(preset:str, # a key of `EXPERIMENT_PRESETS`
+                 experiment:str|None=None, # an experiment: add what its runs under `preset` are
+                ) -> dict:
+    "What `preset` sets, as data (its `ExperimentPreset` fields); with `experiment`, also its planned runs."
+    p = get_preset(preset)
+    facts = {"preset": p.name, "kind": p.kind, "steps": p.max_steps, "model": p.model, "seeds": p.seeds,
+             "batch_cap": p.batch_size, "train_preset": p.train_preset, "precision": p.precision,
+             "eval_precision": p.eval_precision, "data_dir": p.data_dir, "needs_data_dir": p.needs_data_dir,
+             "corpora": dict(p.corpora), "stand_ins": dict(p.stand_ins), "study": dict(p.study)}
+    return facts if experiment is None else {**facts, **_plan_facts(get_experiment(experiment), p)}
+
+# %% ../nbs/13a_catalog.ipynb #f4526041
+_KINDS = {"sts": "STS task", "clustering": "clustering set", "transfer": "transfer task", "fewshot": "few-shot task",
+          "probing": "probing task"}
+_n = lambda n, word: f"{n} {word}{'' if n == 1 else 's'}"
+_list = lambda xs: ", ".join(map(str, xs))
+_or = lambda xs: _list(xs[:-1]) + f" or {xs[-1]}" if len(xs) > 1 else _list(xs)
+
+def _precision_words(f:dict) -> str:
+    say = lambda p: "bf16 where the device has fast bf16 units, else fp32 (`auto`)" if p == "auto" else p
+    if f["precision"] == f["eval_precision"]: return f"{say(f['precision'])} for training and evaluation"
+    return f"{say(f['precision'])} for training, {say(f['eval_precision'])} for evaluation"
+
+def _data_words(f:dict) -> str:
+    if f["needs_data_dir"]: return "a data folder in sentcl's layout (`data_dir`)"
+    if f["data_dir"] is None: return "the dataset hub"
+    bundled = f["data_dir"] in (str(SAMPLES_DIR), "@" + SAMPLES_DIR.name)  # the folder, or its label
+    return "the samples bundled with sentcl" if bundled else f"`{f['data_dir']}`"
+
+# %% ../nbs/13a_catalog.ipynb #f90d7cab
+def _batch_words(batches:list) -> str:
+    "'batches of 64 pairs', 'batches of 64, 128 or 256 sentences' from [(size, unit), ...]."
+    units = {}
+    for b, u in batches: units.setdefault(u, []).append(b)
+    return "batches of " + "; ".join(f"{_or(bs)} {u}" for u, bs in units.items())
+
+def _run_words(f:dict) -> list[str]:
+    "Length, model, batch and seeds of a preset's runs (of its experiment's runs when `f` has them)."
+    planned = "experiment" in f
+    if f["steps"]: length = f"{f['steps']} training steps per run"
+    elif planned and f["epochs"]:
+        s = "" if f["epochs"] == [1] else "s"
+        length = f"{_or([f'{e:g}' for e in f['epochs']])} epoch{s} per run (the method config's)"
+    else: length = "the method config's epochs"
+    model = (f"from `{f['model']}`" if f["model"] else "from each arm's own model"
+             + (f" ({_list(f['models'])})" if planned and f["models"] else ""))
+    if planned and f["batches"]: batch = _batch_words(f["batches"])
+    elif f["batch_cap"]: batch = f"batches of at most {f['batch_cap']}"
+    else: batch = f"batches of each method's `{f['train_preset']}` config"
+    seeds = (f"{_n(len(f['seeds']), 'seed')} ({_list(f['seeds'])})" if f["seeds"] else "each method's own seed"
+             + (f" ({_list(f['run_seeds'])})" if planned and f["run_seeds"] else "") + ", one run per arm")
+    return [length, model, batch, seeds]
+
+def _arm_words(f:dict) -> str:
+    "Which arms run and how many trainings that is."
+    arms, untrained = [f"{a} (untrained)" for a in f["untrained"]] + f["trained"], len(f["untrained"])
+    which = "the study's arms (`CPU_STUDY`)" if f["study_arms"] else "the arms"
+    some = f" ({untrained} untrained)" if untrained else ""
+    head = f"runs {which} {_list(arms)}" if len(arms) <= 8 else f"runs {_n(len(arms), 'arm')}{some}"
+    trained, seeds = _n(len(f["trained"]), "trained arm"), len(f["run_seeds"])
+    count = f"{trained} × {_n(seeds, 'seed')}" if seeds > 1 else trained
+    shared = " (arms with the same settings share one)" if f["trainings"] < len(f["trained"]) * max(1, seeds) else ""
+    return f"{head}: {count}, {_n(f['trainings'], 'training')}{shared}"
+
+# %% ../nbs/13a_catalog.ipynb #7575683c
+def preset_summary(preset:str, # a key of `EXPERIMENT_PRESETS`
+                   experiment:str|None=None, # an experiment: say what its runs are under `preset`
+                  ) -> str:
+    "One sentence on what `preset` sets, and with `experiment` what its runs are: rendered, never typed."
+    f = preset_facts(preset, experiment)
+    parts = [", ".join([*_run_words(f), _precision_words(f)])]
+    data = f"training data {_list(f['train_data'])} from " if f.get("train_data") else "data from "
+    parts.append(data + _data_words(f))
+    if experiment is not None:
+        parts.append("scores " + ", ".join(f"{_n(len(ts), _KINDS.get(k, k + ' task'))} ({_list(ts)})"
+                                           for k, ts in f["tasks"].items()))
+        parts += [f"`{s}` stands in for the paper's `{c}`" for c, s in f["stand_ins"].items()]
+        parts.append(_arm_words(f))
+    return f"The `{f['preset']}` preset ({f['kind']}): " + "; ".join(parts) + "."
+
+def preset_summaries(experiment:str, # an experiment name
+                     presets=ALL_PRESETS, # the presets to describe
+                    ) -> str:
+    "A Markdown list with `preset_summary` of `experiment` under each preset (what its notebook shows)."
+    return "\n".join(f"- {preset_summary(p, experiment)}" for p in presets)
