@@ -87,8 +87,8 @@ def machine_paths(batch:Path, # the batch folder
                  ) -> dict:
     "{absolute path of this machine: what a record says instead}, longest first."
     import tempfile
-    checkout = Path(sentcl.__file__).resolve().parent.parent
-    found = {str(Path(batch).resolve()): ".", str(checkout): "<sentcl>", sys.prefix: "<venv>",
+    checkout, batch = Path(sentcl.__file__).resolve().parent.parent, str(Path(batch).resolve())
+    found = {batch + os.sep: "", batch: ".", str(checkout): "<sentcl>", sys.prefix: "<venv>",
              sys.base_prefix: "<python>", str(Path.home()): "~", tempfile.gettempdir(): "<tmp>",
              **{p: "$SENTCL_DATA" for p in (env or {}).get("SENTCL_DATA", "").split(os.pathsep) if p}}
     return dict(sorted(((k, v) for k, v in found.items() if len(k) > 1), key=lambda kv: -len(kv[0])))
