@@ -31,6 +31,7 @@ from .eval import evaluate
 from .method_base import MethodConfig
 from .methods import get_method
 from .paper_numbers import PAPERS, load_published
+from .power import claim_verdict
 from .precision import machine_facts, resolve_precision
 from .train import CPU_CORPORA, PRESETS, RunOptions, resolve, train
 from .views import VIEWS
@@ -561,11 +562,8 @@ def _paired(better:dict, worse:dict) -> list:
 def contrast_status(diffs:list, paper_diff:float|None,
                     min_runs:int=3, # paired differences needed (1 when both arms are untrained: nothing to vary)
                    ) -> str:
-    "'supported', 'not supported' or 'not measured' for per-seed paired differences against the paper's sign."
-    if not diffs: return "not measured"
-    sign = 1.0 if paper_diff is None or paper_diff >= 0 else -1.0
-    if len(diffs) >= min_runs and all(d * sign > 0 for d in diffs): return "supported"
-    return "not supported"
+    "A claim's status from its per-seed paired differences: `sentcl.power.claim_verdict`'s words."
+    return claim_verdict(diffs, paper_diff, min_runs)
 
 def contrast_rows(exp:Experiment, records:list, stand_ins:dict|None=None) -> list[dict]:
     "One row per (claim, column): the paper's difference and the measured paired differences per seed."

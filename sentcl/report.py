@@ -64,15 +64,17 @@ def row_status(doc:dict|None, arm:str|None, cells:list[dict]) -> str:
     "The status of one published row, from its measured cells and the claims its arm takes part in."
     if doc is None or arm is None or not any(c["mean"] is not None for c in cells): return "not run"
     if doc["preset"] == "cpu-smoke": return "pipeline check"
-    claims = _claims_of(doc, arm)
-    held = bool(claims) and all(c["status"] == "supported" for c in claims)
+    statuses = [c["status"] for c in _claims_of(doc, arm)]
     if doc["preset"] == "paper":
         pairs = [(c["mean"], c["paper"]) for c in cells if c["mean"] is not None and c["paper"] is not None]
         if pairs and all(abs(m - p) <= REPRODUCED_WITHIN for m, p in pairs):
             return f"reproduced (within ±{REPRODUCED_WITHIN:g})"
-        return "direction reproduced" if held else "not reproduced"
-    if not claims: return "measured (not comparable)"
-    return "direction reproduced" if held else "not reproduced"
+    elif not statuses: return "measured (not comparable)"
+    if statuses and all(s == "supported" for s in statuses): return "direction reproduced"
+    if "contradicted" in statuses: return "contradicted"
+    agreeing = ("supported", "one run: agrees with the paper", "2 runs: agree")
+    if statuses and all(s in agreeing for s in statuses): return "direction agrees (fewer than 3 runs)"
+    return "not reproduced"
 
 # %% ../nbs/13c_report.ipynb #5a1c8d31
 def _fmt(x, std=None, decimals:int=2) -> str:

@@ -12,7 +12,7 @@ from .analysis import check_columns
 from .plots import FigureResult, new_figure, palette, plot_style
 
 # %% auto #0
-__all__ = ['measured_chart', 'contrast_chart']
+__all__ = ['measured_chart', 'status_colour', 'contrast_chart']
 
 # %% ../nbs/10a_result_charts.ipynb #29c9f4ba
 def measured_chart(rows:pd.DataFrame, # measured rows: label (or arm), column, mean, std, paper
@@ -50,6 +50,11 @@ def measured_chart(rows:pd.DataFrame, # measured rows: label (or arm), column, m
         if title: fig.suptitle(title)
     return FigureResult(fig, rows[rows["column"].isin(columns)])
 
+# %% ../nbs/10a_result_charts.ipynb #d99219f2
+def status_colour(status:str) -> str:
+    "Green for a supported claim, red for a contradicted one, grey for what is not a verdict either way."
+    return {"supported": "#1b7837", "contradicted": "#b2182b"}.get(status, "#7f7f7f")
+
 # %% ../nbs/10a_result_charts.ipynb #ee8dff02
 def contrast_chart(contrasts:pd.DataFrame, # contrast rows: better, worse, column, diffs, mean, paper_diff, status
                    title:str|None=None) -> FigureResult:
@@ -63,7 +68,7 @@ def contrast_chart(contrasts:pd.DataFrame, # contrast rows: better, worse, colum
         longest = max(len(line) for n in names for line in n.split("\n"))  # the labels sit left of the panel
         fig, axes = new_figure(1, 1, panel_size=(3.4 + 0.075 * longest, 0.55 * len(c) + 1.0)); ax = axes[0, 0]
         y = np.arange(len(c))[::-1]
-        colours = ["#1b7837" if s == "supported" else "#b2182b" for s in c["status"]]
+        colours = [status_colour(s) for s in c["status"]]
         ax.barh(y, c["mean"], color=colours, alpha=0.35, height=0.6)
         for yi, diffs, col in zip(y, c["diffs"], colours):
             ax.plot(diffs, np.full(len(diffs), yi), "o", color=col, ms=4)
