@@ -13,13 +13,22 @@ import pandas as pd
 
 from .catalog import EXPERIMENTS
 from .core import SentclError, atomic_write, default
-from .experiments import _seed_values, check_results, get_preset, measured_value, plan_runs, published, read_json
+from .experiments import (_seed_values, check_results, contrast_rows, get_preset, measured_rows, measured_value,
+                                plan_runs, published, read_json)
 from .paper_numbers import PAPERS, load_published
 
 # %% auto #0
-__all__ = ['REPRODUCED_WITHIN', 'collect_results', 'collect_failures', 'row_status', 'stand_ins_used', 'experiment_section',
-           'report_markdown', 'write_report', 'paper_experiments', 'compare_results', 'run_precision',
-           'setting_differences']
+__all__ = ['REPRODUCED_WITHIN', 'refresh_derived', 'collect_results', 'collect_failures', 'row_status', 'stand_ins_used',
+           'experiment_section', 'report_markdown', 'write_report', 'paper_experiments', 'compare_results',
+           'run_precision', 'setting_differences']
+
+# %% ../nbs/13c_report.ipynb #5baccb51
+def refresh_derived(doc:dict) -> dict:
+    "Recompute a results document's `measured` and `contrasts` rows from its runs with the current code."
+    exp, stand_ins = EXPERIMENTS[doc["experiment"]], get_preset(doc["preset"]).stand_ins
+    doc["measured"] = measured_rows(exp, doc["runs"], stand_ins)
+    doc["contrasts"] = contrast_rows(exp, doc["runs"], stand_ins)
+    return doc
 
 # %% ../nbs/13c_report.ipynb #93a272bd
 def collect_results(*roots,
@@ -38,6 +47,7 @@ def collect_results(*roots,
             try: check_results(doc, str(p))
             except SentclError as e: said(str(e)); continue
             doc["_folder"] = str(p.parent)
+            if doc["experiment"] in EXPERIMENTS: refresh_derived(doc)
             if doc["experiment"] not in found or doc["created"] > found[doc["experiment"]]["created"]:
                 found[doc["experiment"]] = doc
     return found
