@@ -15,9 +15,9 @@ from .core import SentclError
 from .precision import autocast_context  # the one place precision words become autocast (re-exported here)
 
 # %% auto #0
-__all__ = ['slice_batch', 'world', 'setup_distributed', 'rank_slice', 'gather_embeddings', 'gather_batch_embeddings',
-           'gather_batch', 'average_gradients', 'broadcast_parameters', 'plain_gradients', 'gathered_gradients',
-           'cached_gradients', 'compute_gradients']
+__all__ = ['slice_batch', 'world', 'backend_and_device', 'setup_distributed', 'rank_slice', 'gather_embeddings',
+           'gather_batch_embeddings', 'gather_batch', 'average_gradients', 'broadcast_parameters', 'plain_gradients',
+           'gathered_gradients', 'cached_gradients', 'compute_gradients']
 
 # %% ../nbs/08c_gradients.ipynb #0b44217e
 def _rows(batch:dict) -> int:
@@ -43,14 +43,18 @@ def world() -> tuple[int, int]:
     if dist.is_available() and dist.is_initialized(): return dist.get_rank(), dist.get_world_size()
     return 0, 1
 
+def backend_and_device(cuda:bool, # whether CUDA is available
+                       local_rank:int=0, # this process's rank on its node (torchrun's LOCAL_RANK)
+                      ) -> tuple[str, torch.device]:
+    "The process-group backend and this rank's device: NCCL and cuda:LOCAL_RANK with CUDA, gloo and the CPU without."
+    return ("nccl", torch.device("cuda", local_rank)) if cuda else ("gloo", torch.device("cpu"))
+
 def setup_distributed() -> torch.device:
     "Join the process group `torchrun` describes (NCCL on CUDA, gloo on CPU); this rank's device."
-    if int(os.environ.get("WORLD_SIZE", "1")) > 1 and not dist.is_initialized():
-        dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
-    if not torch.cuda.is_available(): return torch.device("cpu")
-    local = int(os.environ.get("LOCAL_RANK", "0"))
-    torch.cuda.set_device(local)
-    return torch.device("cuda", local)
+    backend, device = backend_and_device(torch.cuda.is_available(), int(os.environ.get("LOCAL_RANK", "0")))
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1 and not dist.is_initialized(): dist.init_process_group(backend)
+    if device.type == "cuda": torch.cuda.set_device(device)
+    return device
 
 def rank_slice(batch:dict, rank:int, world_size:int) -> dict:
     "This rank's contiguous share of a global batch (its size must divide evenly)."
