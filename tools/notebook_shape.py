@@ -1,0 +1,73 @@
+"""How closely library notebooks follow the `06_losses` model: per notebook, the exported cells, the median length of an
+exported cell, and the share of exported cells followed by a test before the next export.
+
+    python tools/notebook_shape.py                      # every library notebook (nbs/*.ipynb)
+    python tools/notebook_shape.py nbs/02_data.ipynb    # some
+
+An exported cell is a code cell with an nbdev `export`/`exporti` directive; its length counts the lines of code, not
+the directives or blank lines. A test is a code cell without an export directive that asserts: `assert`, or a
+fastcore.test call (`test_eq`, `test_fail`, `test_close`, ...). An exported cell is followed by a test when such a cell
+comes after it and before the next exported cell (markdown between them is fine). The last column sums a notebook up
+against the bar of issue 24: median ≤ 12 lines and ≥ 80% followed by a test.
+"""
+import argparse
+import json
+import re
+import statistics
+import sys
+from pathlib import Path
+
+DIRECTIVE = re.compile(r"^\s*#\s*\|\s*(\w+)")
+TEST = re.compile(r"(^|[^\w.])(assert\b|test_\w+\()", re.M)
+MEDIAN_BAR, TESTED_BAR = 12, 0.8
+
+
+def directives(source:str) -> list[str]:
+    "The nbdev directives of a cell (`#| export` -> 'export')."
+    return [m.group(1) for line in source.splitlines() if (m := DIRECTIVE.match(line))]
+
+
+def is_exported(cell:dict) -> bool:
+    src = "".join(cell["source"])
+    return cell["cell_type"] == "code" and any(d in ("export", "exporti") for d in directives(src))
+
+
+def code_lines(source:str) -> int:
+    "Lines of code: not blank, not a directive."
+    return sum(1 for line in source.splitlines() if line.strip() and not DIRECTIVE.match(line))
+
+
+def is_test(cell:dict) -> bool:
+    src = "".join(cell["source"])
+    return cell["cell_type"] == "code" and not is_exported(cell) and bool(TEST.search(src))
+
+
+def shape(path) -> dict:
+    "The notebook's exported cells, their median length, and how many are followed by a test before the next export."
+    cells = json.loads(Path(path).read_text(encoding="utf-8"))["cells"]
+    exported = [i for i, c in enumerate(cells) if is_exported(c)]
+    lengths = [code_lines("".join(cells[i]["source"])) for i in exported]
+    bounds = exported[1:] + [len(cells)]
+    tested = sum(any(is_test(c) for c in cells[i + 1:end]) for i, end in zip(exported, bounds))
+    return {"notebook": Path(path).name, "exported": len(exported), "lines": sum(lengths),
+            "median": statistics.median(lengths) if lengths else 0, "tested": tested,
+            "share": tested / len(exported) if exported else 1.0}
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("notebooks", nargs="*", help="notebooks to measure (default: nbs/*.ipynb)")
+    args = p.parse_args(argv)
+    paths = args.notebooks or sorted(str(n) for n in Path("nbs").glob("*.ipynb"))
+    rows = [shape(n) for n in paths]
+    rows = [r for r in rows if r["exported"]] if not args.notebooks else rows
+    print(f"{'notebook':32s}{'exported':>9s}{'lines':>7s}{'median':>8s}{'tested':>8s}{'share':>7s}  model")
+    for r in rows:
+        ok = r["median"] <= MEDIAN_BAR and r["share"] >= TESTED_BAR
+        print(f"{r['notebook']:32s}{r['exported']:9d}{r['lines']:7d}{r['median']:8g}{r['tested']:8d}"
+              f"{r['share']:7.0%}  {'yes' if ok else 'no'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
