@@ -25,6 +25,7 @@ from fastcore.basics import patch
 
 from .cards import write_model_card
 from .checkpoints import CHECKPOINT, PREVIOUS, load_checkpoint
+from .costs import cost_columns
 from .core import SentclError, default, git_commit, package_versions, write_json
 from .data import SAMPLES_LABEL, TRANSFER_SETS, with_data_folder
 from .eval import evaluate
@@ -211,8 +212,8 @@ class Run:
 
 # %% ../nbs/13_experiments.ipynb #2feb149f
 def plan_row(run:Run) -> dict:
-    "A run as one row of a plan or `--dry-run`: `run.describe()`, an untrained run's seed shown as '-', not NaN."
-    return {**run.describe(), "seed": "-" if run.seed is None else run.seed}
+    "A run as one row of a plan or `--dry-run`: `run.describe()` (an untrained run's seed '-', not NaN), its cost."
+    return {**run.describe(), "seed": "-" if run.seed is None else run.seed, **cost_columns(run)}
 
 # %% ../nbs/13_experiments.ipynb #64a9cc8d
 def _merge(base:dict, over:dict) -> dict:
