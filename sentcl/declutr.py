@@ -17,10 +17,11 @@ from torch import Tensor, nn
 from .core import SentclError, default
 from .encoders import pool
 from .losses import nt_xent
-from .method_base import Method, MethodConfig, batch_generator, bert_init_
+from .method_base import NON_NEGATIVE, Method, MethodConfig, batch_generator, bert_init_
 
 # %% auto #0
-__all__ = ['OBJECTIVES', 'mask_tokens', 'MaskedLMHead', 'load_mlm_head', 'DeCLUTRConfig', 'projection_head', 'DeCLUTR']
+__all__ = ['OBJECTIVES', 'mask_tokens', 'MaskedLMHead', 'load_mlm_head', 'DeCLUTRConfig', 'projection_head', 'MemoryBank',
+           'DeCLUTR']
 
 # %% ../nbs/07g_declutr.ipynb #11242837
 def _special_mask(input_ids:Tensor, tokenizer) -> Tensor: # (n, T) bool
@@ -132,6 +133,8 @@ class DeCLUTRConfig(MethodConfig):
     projection:bool = False # SimCLR-style projection head in training only (supplement §6.1)
     projection_dim:int = 128 # its inner and output width
     projection_activation:str = "relu" # "relu" or "linear" between its two layers
+    # memory bank (supplement §6.2): rows of past batches kept as extra negatives; 0 = none
+    memory_size:int = field(default=0, metadata={"range": NON_NEGATIVE})
 
 # %% ../nbs/07g_declutr.ipynb #4f058bc8
 def projection_head(dim:int, width:int=128, activation:str="relu") -> nn.Module:
@@ -140,6 +143,38 @@ def projection_head(dim:int, width:int=128, activation:str="relu") -> nn.Module:
         raise SentclError(f"declutr: projection_activation must be 'relu' or 'linear', got {activation!r}")
     act = nn.ReLU() if activation == "relu" else nn.Identity()
     return nn.Sequential(nn.Linear(dim, width), act, nn.Linear(width, width))
+
+# %% ../nbs/07g_declutr.ipynb #62d45e8e
+class MemoryBank(nn.Module):
+    "XBM's cross-batch memory: a FIFO queue of the last `size` embeddings, stored without their graph."
+    def __init__(self,
+                 size:int, # rows kept (embeddings, not batches)
+                 dim:int, # their width
+                ):
+        super().__init__()
+        if size < 1: raise SentclError(f"memory bank: size must be at least 1, got {size}")
+        self.register_buffer("queue", torch.zeros(size, dim))                   # (Q, d) ring buffer
+        self.register_buffer("seen", torch.zeros((), dtype=torch.long))         # rows enqueued so far
+
+    @property
+    def size(self) -> int: return self.queue.shape[0]
+
+    def negatives(self) -> Tensor: # (min(seen, Q), d), oldest first
+        "A copy of the rows held now, oldest first (fewer than `size` until the queue is full)."
+        n = int(self.seen)
+        return self.queue[:n].clone() if n <= self.size else torch.roll(self.queue, -(n % self.size), 0)
+
+# %% ../nbs/07g_declutr.ipynb #6633dd87
+@patch
+@torch.no_grad()
+def enqueue(self:MemoryBank, rows:Tensor): # (k, d)
+    "Add `rows`, detached, as the newest entries; once the queue is full they overwrite the oldest."
+    if rows.ndim != 2 or rows.shape[1] != self.queue.shape[1]:
+        raise ValueError(f"memory bank: got rows {tuple(rows.shape)}; expected (k, {self.queue.shape[1]})")
+    k, keep = rows.shape[0], rows.detach()[-self.size:].to(self.queue)         # more rows than slots: the newest
+    start = (int(self.seen) + k - keep.shape[0]) % self.size
+    self.queue[(start + torch.arange(keep.shape[0], device=self.queue.device)) % self.size] = keep
+    self.seen += k
 
 # %% ../nbs/07g_declutr.ipynb #89c396f0
 class DeCLUTR(Method):
@@ -151,6 +186,10 @@ class DeCLUTR(Method):
         if cfg.objective not in OBJECTIVES:
             raise SentclError(f"declutr: objective {cfg.objective!r} is not one of {OBJECTIVES}")
         if cfg.projection: self.projection = projection_head(dim, cfg.projection_dim, cfg.projection_activation)
+        if cfg.memory_size:
+            if cfg.objective == "mlm": raise SentclError("declutr: memory_size needs the contrastive loss; objective "
+                                                         "'mlm' has none")
+            self.memory = MemoryBank(cfg.memory_size, cfg.projection_dim if cfg.projection else dim)
         if cfg.objective == "contrastive": return                                # no MLM, no MLM head
         self.mlm_head = MaskedLMHead(model.config, model.get_input_embeddings().weight.shape[0])
         source = getattr(model.config, "_name_or_path", "") or ""
@@ -194,5 +233,10 @@ def loss_from_embeddings(self:DeCLUTR, embeddings, batch):
     if p.shape[0] != n * n_pos:
         raise ValueError(f"declutr: {p.shape[0]} positives for {n} anchors, expected {n} * num_positives={n_pos}")
     if self.config.projection: a, p = self.projection(a), self.projection(p)   # supplement Eq. 1, per span
-    loss = nt_xent(a, p.view(n, n_pos, -1), self.config.temperature)          # Eqs. 1-2, positives averaged
-    return loss, {"nt_xent": loss.item(), "loss": loss.item()}
+    p = p.view(n, n_pos, -1)                                                   # (n, P, d')
+    memory = self.memory.negatives() if self.config.memory_size else None      # (Q', d') past batches, or None
+    loss = nt_xent(a, p, self.config.temperature, memory=memory)               # Eqs. 1-2, positives averaged
+    terms = {"nt_xent": loss.item(), "loss": loss.item()}
+    if memory is None: return loss, terms
+    if self.training: self.memory.enqueue(torch.cat([a.float(), p.float().mean(1)]))  # after the loss (2n, d')
+    return loss, {**terms, "memory_rows": float(memory.shape[0])}

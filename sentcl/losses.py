@@ -99,12 +99,23 @@ def info_nce(
         logits = torch.cat([logits, hard], dim=1)                                 # (N, 2N)
     return F.cross_entropy(logits, torch.arange(n, device=logits.device))
 
+# %% ../nbs/06_losses.ipynb #1e12d023
+def _memory_logits(e:Tensor, memory:Tensor, temperature:float) -> Tensor: # (2N, Q)
+    "cos(e_i, m_q) / tau against a memory bank, the memory detached (XBM's stop-gradient) and checked."
+    if not isinstance(memory, Tensor) or not memory.is_floating_point():
+        raise TypeError(f"nt_xent: memory must be a floating-point torch.Tensor, got {type(memory).__name__}")
+    if memory.ndim != 2 or memory.shape[1] != e.shape[1]:
+        raise ValueError(f"nt_xent: got memory {tuple(memory.shape)}; expected (Q, {e.shape[1]}), "
+                         "rows of the embeddings' width")
+    return cosine_matrix(e, memory.detach().to(e.dtype)) / temperature
+
 # %% ../nbs/06_losses.ipynb #0bd67960
 @_float32_math
 def nt_xent(
     anchors:Tensor, # (N, d)
     positives:Tensor, # (N, d), or (N, P, d): anchor i's P positives, averaged before the loss
     temperature:float=0.05, # softmax temperature tau
+    memory:Tensor=None, # (Q, d) embeddings of past batches: extra negatives of every row, constants (stop-gradient)
 ) -> Tensor: # scalar, mean over the 2N rows
     "SimCLR/DeCLUTR NT-Xent: anchors and (averaged) positives each pick their partner among the other 2N-1 rows."
     _check_temperature("nt_xent", temperature)
@@ -121,6 +132,7 @@ def nt_xent(
     logits = cosine_matrix(e, e) / temperature                                     # (2N, 2N)
     self_mask = torch.eye(2 * n, dtype=torch.bool, device=e.device)
     logits = logits.masked_fill(self_mask, float("-inf"))                          # k != i
+    if memory is not None: logits = torch.cat([logits, _memory_logits(e, memory, temperature)], 1)  # (2N, 2N+Q)
     partner = torch.arange(2 * n, device=e.device).add(n).remainder(2 * n)         # i <-> i+N
     return F.cross_entropy(logits, partner)                                        # Eq. 2, mean over 2N
 
