@@ -16,7 +16,7 @@ from pathlib import Path
 
 # %% auto #0
 __all__ = ['SentclError', 'exists', 'default', 'atomic_write', 'write_json', 'cache_dir', 'text_hash', 'package_versions',
-           'git_commit', 'hardware']
+           'git_commit', 'hardware', 'quiet_transformers']
 
 # %% ../nbs/00_core.ipynb #6dc06390
 class SentclError(Exception):
@@ -106,3 +106,15 @@ def hardware() -> dict:
     gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
     return {"device": "cuda" if gpu else "cpu", "cpu": cpu, "cores": os.cpu_count(), "gpu": gpu,
             "torch": torch.__version__, "python": platform.python_version()}
+
+# %% ../nbs/00_core.ipynb #0efeeb00
+@contextlib.contextmanager
+def quiet_transformers():
+    "Silence transformers' log (warnings, load reports) and progress bars; both restored afterwards."
+    from transformers.utils import logging as hf_logging
+    level, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
+    hf_logging.set_verbosity_error(); hf_logging.disable_progress_bar()
+    try: yield
+    finally:
+        hf_logging.set_verbosity(level)
+        if bars: hf_logging.enable_progress_bar()

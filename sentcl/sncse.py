@@ -5,7 +5,6 @@
 # %% ../nbs/07f_sncse.ipynb #cb649245
 from __future__ import annotations
 
-import string
 from dataclasses import dataclass
 
 from fastcore.basics import patch
@@ -13,17 +12,11 @@ from fastcore.basics import patch
 from .core import SentclError
 from .losses import bml_loss, info_nce, sncse_negative_loss, sncse_positive_loss
 from .method_base import Method, MethodConfig
-from .negation import SNCSE_ANCHOR_TEMPLATE, SNCSE_VIEW_TEMPLATE
+from .negation import SNCSE_ANCHOR_TEMPLATE, SNCSE_VIEW_TEMPLATE, end_with_punctuation
 from .simcse import tanh_mlp
 
 # %% auto #0
-__all__ = ['NEGATION_ROLES', 'end_with_punctuation', 'SNCSEConfig', 'SNCSE']
-
-# %% ../nbs/07f_sncse.ipynb #3874cad2
-def end_with_punctuation(sentence:str) -> str:
-    "SNCSE's preprocessing: append ' .' unless the sentence already ends in ASCII punctuation."
-    s = sentence.rstrip()
-    return s if s and s[-1] in string.punctuation else s + " ."
+__all__ = ['NEGATION_ROLES', 'SNCSEConfig', 'SNCSE']
 
 # %% ../nbs/07f_sncse.ipynb #eda16315
 NEGATION_ROLES = ("soft", "none", "negative", "positive") # SNCSE Table 3: SNCSE, InfoNCE, NL, PL

@@ -41,7 +41,7 @@ from .views import VIEWS, View, build_view
 # %% auto #0
 __all__ = ['RESUME_MAY_CHANGE', 'CPU_CORPORA', 'PRESETS', 'RunOptions', 'run_record', 'flat_record', 'Preset',
            'cpu_smoke_overrides', 'cpu_overrides', 'resolve', 'Trainer', 'export_model', 'check_run_folder',
-           'load_training_data', 'sts_dev', 'training_view', 'train']
+           'load_training_data', 'training_view', 'train']
 
 # %% ../nbs/08_train.ipynb #49e5aa4e
 @dataclass
@@ -392,26 +392,6 @@ def load_training_data(view:str, options:RunOptions, corpus:str|None=None):
     "The corpus view `view` reads: `options.train_data`, else `corpus` (the config's), else the view kind's default."
     return load_corpus(options.train_data or corpus, VIEWS[view].corpus, options.data_dir)
 
-def sts_dev(data_dir=None,
-            protocol:str="senteval", # the method's evaluation protocol (`MethodConfig.eval_protocol`)
-           ) -> Callable:
-    "The default dev evaluation: an encoder's STS-B dev Spearman ×100 under `protocol`, the dev set from `data_dir`."
-    def score(encoder):
-        from sentcl.eval import sts_dev_score  # heavy (scipy, scikit-learn) and needed only with dev selection
-        return sts_dev_score(encoder, data_dir=data_dir, protocol=protocol)
-    def check():  # before step 1: the protocol exists and the dev set loads (no encoding)
-        from sentcl.data import load_sts
-        from sentcl.eval import PROTOCOLS
-        from sentcl.evalcore import load_task_data
-        try:
-            if protocol not in PROTOCOLS:
-                raise SentclError(f"unknown evaluation protocol {protocol!r}; choose one of {', '.join(PROTOCOLS)}")
-            load_task_data("stsb:dev", load_sts, task="stsb", split="dev", data_dir=data_dir)
-        except SentclError as e: raise SentclError(f"the dev evaluation cannot run: {e}; or train without it "
-                                                   "(--set eval_every=null --set select_on_dev=false)") from None
-    score.check = check
-    return score
-
 def _check_view_kwargs(view:str, kwargs:dict):
     "Every key of the config's `view_kwargs` is an argument of the view."
     params = inspect.signature(VIEWS[view].__init__).parameters
@@ -433,14 +413,24 @@ def training_view(method:Method, options:RunOptions, data=None) -> View:
         raise SentclError(f"view_kwargs {json.dumps(kwargs)} do not fit the {method.view!r} view: {e}") from None
 
 # %% ../nbs/08_train.ipynb #7be6a7c4
+def _dev_eval_maker(make_dev_eval:Callable|None) -> Callable:
+    "The caller's dev-evaluation factory, else `sentcl.eval.sts_dev`."
+    if make_dev_eval is not None: return make_dev_eval
+    # Transitional (issue 23 item 6): the evaluation layer sits below training, so the trainer should not import it;
+    # this import goes once the command line, the experiments and the launchers pass `make_dev_eval=sts_dev`.
+    from sentcl.eval import sts_dev
+    return sts_dev
+
 def train(method:str, # a key of `sentcl.methods.METHODS`
           overrides:dict=None, # method-config fields to change, e.g. {"model": "tiny", "beta": 0.5}
           options:RunOptions=None, # how the run executes; None: RunOptions() (paper preset, runs/<method>)
-          dev_eval:Callable=None, # callable(encoder) -> float; None: STS-B dev Spearman in options.data_dir
+          dev_eval:Callable=None, # callable(encoder) -> float; None: `make_dev_eval(options.data_dir, protocol)`
+          make_dev_eval:Callable=None, # (data_dir, protocol) -> dev_eval, e.g. `sentcl.eval.sts_dev`
          ) -> dict: # the summary: finished, step, best_dev, model, seconds
     "Train `method` with its paper config changed by `overrides`, run as `options` say; writes the run folder."
     config, options = resolve(method, overrides, options)
-    dev_eval = default(dev_eval, sts_dev(options.data_dir, config.eval_protocol))
+    if dev_eval is None and config.eval_every:  # a dev evaluation is built only for a config that evaluates
+        dev_eval = _dev_eval_maker(make_dev_eval)(options.data_dir, config.eval_protocol)
     if config.eval_every: getattr(dev_eval, "check", lambda: None)()  # the cheap checks first: nothing is loaded yet
     check_run_folder(options.out, options.resume)
     device = setup_distributed()

@@ -5,7 +5,6 @@
 # %% ../nbs/05_views.ipynb #a0b7cb6d
 from __future__ import annotations
 
-import contextlib
 import logging
 import math
 
@@ -13,7 +12,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .core import SentclError
+from .core import SentclError, quiet_transformers
 from .data import LABELS, is_triplets, nli_triplets, triplet_pairs
 from .negation import negate_batch
 from .spans import min_document_tokens, sample_spans
@@ -173,15 +172,6 @@ class TripletsView(View):
     def make_batch(self, idx, rng): return {c: [v[i] for i in idx] for c, v in self.cols.items()}
 
 # %% ../nbs/05_views.ipynb #09a89bc4
-@contextlib.contextmanager
-def _no_length_warning():
-    "Silence transformers' 'longer than the maximum sequence length' warning: documents are meant to be long."
-    from transformers.utils import logging as hf_logging
-    level = hf_logging.get_verbosity()
-    hf_logging.set_verbosity_error()
-    try: yield
-    finally: hf_logging.set_verbosity(level)
-
 class SpansView(View):
     "DeCLUTR: anchors and positives sampled from each document (batch_size counts documents)."
     name, corpus = "spans", "documents"
@@ -211,7 +201,8 @@ class SpansView(View):
 
     def tokens(self, text: str) -> list[str]:
         "Subword tokens of a document, as the released reader makes them."
-        with _no_length_warning(): return self.tokenizer.tokenize(" " + text.lstrip())
+        with quiet_transformers():  # documents are meant to be longer than the model's limit
+            return self.tokenizer.tokenize(" " + text.lstrip())
 
     def make_batch(self, idx, rng):
         anchors, positives, text = [], [], self.tokenizer.convert_tokens_to_string
