@@ -32,6 +32,7 @@ from .eval import evaluate
 from .method_base import MethodConfig
 from .methods import get_method
 from .paper_numbers import PAPERS, load_published
+from .parameters import ExperimentParameters, check_parameters, plan_arguments
 from .power import claim_verdict
 from .precision import machine_facts, resolve_precision
 from .train import CPU_CORPORA, PRESETS, RunOptions, resolve, train
@@ -600,17 +601,17 @@ def select_device(device:str|None):
 # %% ../nbs/13_experiments.ipynb #e5d9e6f3
 class ExperimentSession:
     "An experiment under one preset and a notebook's parameters: its plan, its runs, its results."
-    def __init__(self, experiment:Experiment, preset:str="cpu-smoke", out=None, model=None, data_dir=None,
-                 steps=None, batch_size=None, seeds=None, precision=None, device=None, arms=None, log=print):
+    def __init__(self, experiment:Experiment, preset:str="cpu-smoke", log=print,
+                 **parameters, # the notebook's other `sentcl.parameters.ExperimentParameters`
+                ):
+        p = ExperimentParameters(preset=preset, **check_parameters(parameters, experiment.name))
         self.exp, self.preset = experiment.check(), get_preset(preset)
-        self.out = Path(default(out, Path("runs")/"experiments"/experiment.name))
-        self.parameters = {"preset": preset, "model": model, "data_dir": data_dir, "steps": steps,
-                           "batch_size": batch_size, "seeds": None if seeds is None else list(seeds),
-                           "precision": precision, "device": device, "arms": arms, "out": str(self.out)}
-        select_device(device)
-        self.data_dir = default(data_dir, self.preset.data_dir)  # where the notebook's own figures read data
-        self.runs = plan_runs(experiment, preset, self.out, model=model, data_dir=data_dir, steps=steps,
-                              batch_size=batch_size, seeds=seeds, precision=precision, arms=arms)
+        self.out = Path(default(p.out, Path("runs")/"experiments"/experiment.name))
+        given = dataclasses.asdict(p)
+        self.parameters = {**given, "seeds": None if p.seeds is None else list(p.seeds), "out": str(self.out)}
+        select_device(p.device)
+        self.data_dir = with_data_folder(p.data_dir, self.preset.data_dir)  # where the notebook's figures read data
+        self.runs = plan_runs(experiment, preset, self.out, **plan_arguments(given))
         self.records, self.figures, self.extra, self.log = {}, [], {}, log
         self._load_finished()
 

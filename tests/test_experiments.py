@@ -16,12 +16,13 @@ from sentcl.catalog import EXPERIMENTS, get_experiment
 from sentcl.cli import main
 from sentcl.experiments import RESULTS_SCHEMA, check_results, plan_runs
 from sentcl.methods import get_method
+from sentcl.parameters import parameter_names, parameters_cell
 from sentcl.report import write_report
 from sentcl.runner import notebooks_dir, run_batch
 
 ROOT = Path(__file__).resolve().parents[1]
 NBS = ROOT/"nbs"/"experiments"
-PARAMETERS = {"preset", "model", "data_dir", "steps", "batch_size", "seeds", "precision", "device", "out"}
+PARAMETERS = set(parameter_names())
 
 
 def parameters_cells(path: Path) -> list:
@@ -48,8 +49,20 @@ def test_parameters_cell_holds_literals(name):
     assert names == PARAMETERS, f"{name}: parameters {sorted(names)}"
     out = [n for n in tree.body if n.targets[0].id == "out"][0]
     assert ast.literal_eval(out.value) == f"runs/experiments/{name}"
+    assert cells[0].source == parameters_cell(name), f"{name}: run tools/parameters_cells.py (sentcl.parameters changed)"
     source = "".join(c.source for c in nbformat.read(NBS/f"{name}.ipynb", 4).cells)
-    assert f'experiment_session("{name}"' in source and "session.save()" in source
+    assert f'experiment_session("{name}", **notebook_parameters(globals()))' in source and "session.save()" in source
+
+
+def test_parameters_cells_tool_catches_a_stale_cell():
+    sys.path.insert(0, str(ROOT/"tools"))
+    from parameters_cells import updated
+    nb = nbformat.read(NBS/"liao-table2.ipynb", 4)
+    assert not updated(nb, "liao-table2")  # as committed
+    cell = parameters_cells(NBS/"liao-table2.ipynb")[0]
+    stale = [c for c in nb.cells if c.source == cell.source][0]
+    stale.source = "\n".join(l for l in stale.source.splitlines() if not l.startswith("arms ="))  # a field added later
+    assert updated(nb, "liao-table2") and stale.source == parameters_cell("liao-table2")
 
 
 def test_parameters_tag_survives_nbdev_clean(tmp_path):
