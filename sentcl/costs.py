@@ -46,6 +46,7 @@ ARCHITECTURES = {
     "distilbert-base-uncased": Architecture(6, 768, 12, 3072, 30522, 512),
     "distilroberta-base": Architecture(6, 768, 12, 3072, 50265, 514),
     "google/bert_uncased_L-8_H-512_A-8": Architecture(8, 512, 8, 2048, 30522, 512),
+    "albert-base-v2": Architecture(12, 768, 12, 3072, 30000, 512),  # one layer's weights shared by all twelve
 }
 
 # %% ../nbs/13f_costs.ipynb #1852bb65

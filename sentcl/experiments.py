@@ -35,15 +35,17 @@ from .paper_numbers import PAPERS, load_published
 from .parameters import ExperimentParameters, check_parameters, plan_arguments
 from .power import claim_verdict
 from .precision import machine_facts, resolve_precision
+from .rehearsal import REHEARSAL_MINI_BATCH, REHEARSAL_STEPS, prepare_rehearsal, rehearsal_model_folder
 from .train import CPU_CORPORA, PRESETS, RunOptions, resolve, train
 from .views import VIEWS
 
 # %% auto #0
 __all__ = ['CPU_CLUSTERING_SETS', 'CPU_TRANSFER_SETS', 'CPU_STAND_INS', 'CPU_STUDY', 'SAMPLE_STAND_INS', 'EXPERIMENT_PRESETS',
            'ALL_PRESETS', 'RESULTS_VERSION', 'RESULTS_SCHEMA', 'ExperimentPreset', 'get_preset', 'published', 'Arm',
-           'Contrast', 'Experiment', 'Run', 'plan_row', 'arm_overrides', 'training_key', 'plan_runs', 'read_json',
-           'TrainingLock', 'train_run', 'evaluated_as_planned', 'evaluate_run', 'execute_run', 'measured_value',
-           'check_results', 'measured_rows', 'contrast_status', 'contrast_rows', 'select_device', 'ExperimentSession']
+           'Contrast', 'Experiment', 'Run', 'plan_row', 'arm_overrides', 'training_key', 'rehearsal_run', 'plan_runs',
+           'read_json', 'TrainingLock', 'train_run', 'evaluated_as_planned', 'evaluate_run', 'execute_run',
+           'measured_value', 'check_results', 'measured_rows', 'contrast_status', 'contrast_rows', 'select_device',
+           'ExperimentSession']
 
 # %% ../nbs/13_experiments.ipynb #a8363852
 @dataclass(frozen=True)
@@ -196,6 +198,7 @@ class Run:
     eval_options:dict # extra `evaluate` arguments (pooling, template for untrained arms; the experiment's)
     folder:str # the experiment's folder of this run: its eval.json
     train_folder:str|None # the shared training run folder (None for untrained arms)
+    rehearsal_of:str|None = None # a rehearsal (`sentcl.rehearsal`): the paper model `model` stands in for
 
     @property
     def key(self) -> str: return self.arm if self.seed is None else f"{self.arm}/seed{self.seed}"
@@ -271,6 +274,24 @@ def _reference_run(exp:Experiment, arm:Arm, preset:ExperimentPreset, folder:Path
     return Run(exp.name, arm.name, None, None, target, {}, None, None, exp.tasks[preset.name], exp.protocol,
                {**_eval_options(exp, preset), **extra, "data_dir": data_dir}, str(folder), None)
 
+# %% ../nbs/13_experiments.ipynb #c18e270c
+def rehearsal_run(run:Run, root:Path) -> Run:
+    "`run` as the rehearsal runs it, its stand-ins under `root` (the batch's `_rehearsal` folder)."
+    paper_model = run.model if run.method is None else run.config.model
+    model = str(rehearsal_model_folder(paper_model, root))
+    ev = {**run.eval_options, "data_dir": str(Path(root)/"data")}
+    if run.method is None:
+        return dataclasses.replace(run, model=model, eval_options=ev, rehearsal_of=paper_model)
+    c = run.config
+    over = {**run.overrides, "model": model, **({"eval_every": 1} if c.select_on_dev else {})}
+    options = dataclasses.replace(run.options, max_steps=REHEARSAL_STEPS, save_every=1, out="",
+                                  mini_batch_size=REHEARSAL_MINI_BATCH if c.batch_size > REHEARSAL_MINI_BATCH else None)
+    config, options = resolve(run.method, over, options)
+    folder = Path(run.train_folder).parent/f"{run.method}-{training_key(run.method, config, options)}"
+    return dataclasses.replace(run, model=config.model, overrides=over, config=config, eval_options=ev,
+                               options=dataclasses.replace(options, out=str(folder)), train_folder=str(folder),
+                               rehearsal_of=paper_model)
+
 # %% ../nbs/13_experiments.ipynb #33690c40
 def plan_runs(exp:Experiment, # the experiment
               preset:str="cpu-smoke", # a key of EXPERIMENT_PRESETS
@@ -279,6 +300,7 @@ def plan_runs(exp:Experiment, # the experiment
               model:str|None=None, data_dir:str|None=None, # None: the preset's
               steps:int|None=None, batch_size:int|None=None, seeds=None, precision:str|None=None, # None: the preset's
               arms=None, # arm names to run (None: the preset's study arms of `exp`, else every arm of the preset)
+              rehearse:bool=False, # the paper preset's runs at their shapes, a couple of steps (`sentcl.rehearsal`)
              ) -> list[Run]:
     "Every run of `exp` under `preset`, resolved; nothing is trained or loaded."
     p = get_preset(preset)
@@ -300,7 +322,9 @@ def plan_runs(exp:Experiment, # the experiment
         for seed in (tuple(seeds) if seeds is not None else p.seeds or (None,)):
             folder = out/"runs"/arm.name/("seed" if seed is None else f"seed{seed}")
             runs.append(_train_run(exp, arm, p, seed, folder, store, model, data_dir, steps, batch_size, precision))
-    return runs
+    if rehearse and preset != "paper":
+        raise SentclError(f"rehearse=True rehearses the paper preset, not {preset!r}: use --preset paper --rehearse")
+    return [rehearsal_run(r, out.parent/"_rehearsal") for r in runs] if rehearse else runs
 
 # %% ../nbs/13_experiments.ipynb #290aebb6
 def read_json(path, # a JSON file sentcl wrote (results.json, batch.json, eval.json, summary.json)
@@ -381,6 +405,10 @@ def train_run(run:Run, log=print) -> dict:
     with TrainingLock(folder, log):
         if done := _finished(folder, log): return done  # trained while we waited
         resume = _resumable(folder, log)
+        if run.rehearsal_of and not resume:  # the rehearsal interrupts every training once and resumes it
+            train(run.method, run.overrides, dataclasses.replace(run.options, stop_after=1))
+            log(f"  rehearsal: {run.key} stopped after step 1; resuming from its checkpoint")
+            resume = True
         log(f"  train {run.key}: {run.method} on {run.describe()['data']}{' (resuming)' if resume else ''}")
         return train(run.method, run.overrides, dataclasses.replace(run.options, resume=resume))
 
@@ -409,7 +437,7 @@ def evaluate_run(run:Run, log=print) -> dict:
     path = Path(run.folder)/"eval.json"
     done, options = read_json(path, log), dict(run.eval_options)
     if done and done.get("complete") and evaluated_as_planned(run, done.get("settings", {})): return done
-    data_dir = options.pop("data_dir", None) if run.method is None else run.options.data_dir
+    data_dir = options.pop("data_dir", None if run.method is None else run.options.data_dir)  # a rehearsal's own
     model = run.model if run.method is None else str(Path(run.train_folder)/"model")
     log(f"  evaluate {run.key}: {run.tasks}")
     doc = evaluate(model, run.tasks, data_dir=data_dir, protocol=run.protocol, log=lambda m: None, **options)
@@ -422,6 +450,7 @@ def evaluate_run(run:Run, log=print) -> dict:
 def execute_run(run:Run, log=print) -> dict:
     "Train (if the arm trains) and evaluate one run; returns its record for the results document."
     t0 = time.time()
+    if run.rehearsal_of: prepare_rehearsal(Path(run.model).parents[1], run.rehearsal_of, log)
     summary = None if run.method is None else train_run(run, log)
     doc = evaluate_run(run, log)
     return {"arm": run.arm, "seed": run.seed, "method": run.method, "model": run.model,
@@ -475,7 +504,7 @@ RESULTS_SCHEMA = {
     "tables": "the published tables it reproduces (ids in sentcl/published/<paper>.json)",
     "title": "the experiment's title",
     "preset": "paper, cpu or cpu-smoke",
-    "kind": "what the numbers are: 'paper setting', 'small study' or 'pipeline check'",
+    "kind": "what the numbers are: 'paper setting', 'small study', 'pipeline check' or 'rehearsal' (no result)",
     "parameters": "the notebook's parameters as given (None where the preset decides)",
     "hardware": "the machine that ran it (sentcl.precision.machine_facts): device, cpu, cores, its bf16 units, gpu, "
                 "torch version",
@@ -753,7 +782,8 @@ def results(self:ExperimentSession) -> dict:
     records = self._ordered_records()
     return {"schema": RESULTS_VERSION, "experiment": self.exp.name, "paper": self.exp.paper,
             "tables": list(self.exp.tables), "title": self.exp.title, "preset": self.preset.name,
-            "kind": self.preset.kind, "parameters": self.parameters, "hardware": machine_facts(),
+            "kind": "rehearsal" if self.parameters.get("rehearse") else self.preset.kind,
+            "parameters": self.parameters, "hardware": machine_facts(),
             "precision": self.precision(),
             "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
             "versions": package_versions(), "git": git_commit(Path(sys.modules["sentcl.core"].__file__).parent),

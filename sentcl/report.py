@@ -74,6 +74,7 @@ def row_status(doc:dict|None, arm:str|None, cells:list[dict]) -> str:
     "The status of one published row, from its measured cells and the claims its arm takes part in."
     if doc is None or arm is None or not any(c["mean"] is not None for c in cells): return "not run"
     if doc["preset"] == "cpu-smoke": return "pipeline check"
+    if doc.get("kind") == "rehearsal": return "rehearsed"
     statuses = [c["status"] for c in _claims_of(doc, arm)]
     if doc["preset"] == "paper":
         pairs = [(c["mean"], c["paper"]) for c in cells if c["mean"] is not None and c["paper"] is not None]
