@@ -27,14 +27,14 @@ from .core import SentclError, atomic_write, cache_dir, exists
 
 # %% auto #0
 __all__ = ['log', 'LABELS', 'SAMPLES_DIR', 'STS_TASKS', 'CLUSTERING_SETS', 'TRANSFER_SETS', 'MORE_TRANSFER_SETS',
-           'PAIR_TRANSFER_SETS', 'PROBING_TASKS', 'SAMPLES_LABEL', 'UNVERIFIED', 'HUB', 'SENTEVAL_TAR', 'SENTEVAL_SICK',
-           'TRIPLET_COLUMNS', 'SENTEVAL_PROBING_URL', 'DECLUTR_MIN_TOKENS', 'DEFAULT_CORPUS', 'CORPUS_KINDS',
-           'CORPUS_ALIASES', 'data_folders', 'with_data_folder', 'data_root', 'read_tsv', 'HubSource', 'hub_frame',
-           'senteval_member', 'senteval_tar', 'senteval_sick', 'normalize_label', 'load_nli', 'nli_triplets',
-           'is_triplets', 'triplet_pairs', 'load_nli_triplets', 'load_sts', 'load_clustering', 'load_transfer',
-           'load_probing', 'read_lines', 'load_sentences', 'split_wikitext_articles', 'TextList', 'sanitize_document',
-           'declutr_documents', 'hub_texts', 'load_openwebtext', 'read_document', 'load_documents', 'corpus_terms',
-           'load_corpus', 'sample_fraction']
+           'PAIR_TRANSFER_SETS', 'PROBING_TASKS', 'SAMPLES_LABEL', 'UNVERIFIED', 'HUB', 'HUB_BUILDERS', 'SENTEVAL_TAR',
+           'SENTEVAL_SICK', 'TRIPLET_COLUMNS', 'SENTEVAL_PROBING_URL', 'DECLUTR_MIN_TOKENS', 'DEFAULT_CORPUS',
+           'CORPUS_KINDS', 'CORPUS_ALIASES', 'data_folders', 'with_data_folder', 'data_root', 'read_tsv', 'HubSource',
+           'hub_local_file', 'hub_load', 'hub_frame', 'senteval_member', 'senteval_tar', 'senteval_sick',
+           'normalize_label', 'load_nli', 'nli_triplets', 'is_triplets', 'triplet_pairs', 'load_nli_triplets',
+           'load_sts', 'load_clustering', 'load_transfer', 'load_probing', 'read_lines', 'load_sentences',
+           'split_wikitext_articles', 'TextList', 'sanitize_document', 'declutr_documents', 'hub_texts',
+           'load_openwebtext', 'read_document', 'load_documents', 'corpus_terms', 'load_corpus', 'sample_fraction']
 
 # %% ../nbs/02_data.ipynb #ea4cd49e
 log = logging.getLogger(__name__)
@@ -234,14 +234,34 @@ HUB = {
     ("documents", "openwebtext"): HubSource("Skylion007/openwebtext", splits=(("train", "train"),)),  # streamed
 }
 
+# %% ../nbs/02_data.ipynb #05683b69
+HUB_BUILDERS = {".csv": "csv", ".txt": "text", ".jsonl": "json", ".json": "json", ".parquet": "parquet"}
+
+def hub_local_file(source:HubSource, split:str, folder) -> Path|None:
+    "The local copy of `source`'s `split` in a hub-files folder: its data file, else `<hub split>.<suffix>`."
+    base = Path(folder)/source.path
+    if source.data_files: return base/source.data_files if (base/source.data_files).is_file() else None
+    return next((base/f"{source.hub_split(split)}{s}" for s in HUB_BUILDERS if (base/f"{source.hub_split(split)}{s}").is_file()), None)
+
+def hub_load(source:HubSource, split:str, streaming:bool=False):
+    "`datasets.load_dataset` of one split of `source`: from the hub, or from `$SENTCL_HUB_FILES`'s copy of its files."
+    import datasets
+    folder, hub_split = os.environ.get("SENTCL_HUB_FILES"), source.hub_split(split)
+    stream = {"streaming": True} if streaming else {}
+    if not folder:
+        return datasets.load_dataset(source.path, source.config, split=hub_split, revision=source.revision,
+                                     data_files=source.data_files, **stream)
+    local = hub_local_file(source, split, folder)
+    if local is None: raise SentclError(f"$SENTCL_HUB_FILES={folder} has no copy of hub {source.path} ({hub_split}); "
+                                        "write it with sentcl.rehearsal_data.write_hub_files or unset the variable")
+    return datasets.load_dataset(HUB_BUILDERS[local.suffix], data_files={hub_split: str(local)}, split=hub_split, **stream)
+
 # %% ../nbs/02_data.ipynb #ba1b719a
 def hub_frame(source: HubSource, split: str, what: str) -> pd.DataFrame:
     "Load one split of a hub corpus as a DataFrame with sentcl's column names."
     import datasets
     if split in (other := dict(source.split_sources)): return hub_frame(other[split], split, what)
-    try:
-        ds = datasets.load_dataset(source.path, source.config, split=source.hub_split(split),
-                                   revision=source.revision, data_files=source.data_files)
+    try: ds = hub_load(source, split)
     except SentclError: raise
     except Exception as e:
         raise _missing(what, f"hub {source.path}@{source.revision} (no data directory given)", source.path,
@@ -597,9 +617,7 @@ def hub_texts(source:HubSource, what:str, column:str="text"):
     "Stream one column of a hub corpus's train split row by row; a hub that cannot be read is one error line."
     import datasets
     try:
-        ds = datasets.load_dataset(source.path, source.config, split=source.hub_split("train"),
-                                   revision=source.revision, data_files=source.data_files, streaming=True)
-        for row in ds: yield row[column]
+        for row in hub_load(source, "train", streaming=True): yield row[column]
     except SentclError: raise
     except Exception as e:
         raise _missing(what, f"hub {source.path}@{source.revision} (no data directory given)", source.path,
