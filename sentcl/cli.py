@@ -173,6 +173,9 @@ def add_eval_arguments(p:argparse.ArgumentParser, # the parser (or subparser) to
     p.add_argument("--template", default=None,
                    help="prompt with {sentence} and one [MASK] for --pooling mask, e.g. SNCSE's "
                    "'This sentence : \"{sentence}\" means [MASK] .'")
+    p.add_argument("--normalize", action=argparse.BooleanOptionalAction, default=None,
+                   help="L2-normalise the vectors of clustering, transfer and few-shot (--no-normalize: the raw pooled "
+                   "vectors); default: as the model outputs them (a folder ending in Normalize: normalised)")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the embedding cache")
     p.add_argument("--kfold", type=at_least(2), default=10,
                    help="folds for the transfer protocols (SentEval: 10 in its test mode, 5 for prototyping)")
@@ -196,7 +199,8 @@ def run_eval(args:argparse.Namespace, # parsed `sentcl eval` options
         res = evaluate(args.model, args.tasks, data_dir=args.data_dir, batch_size=args.batch_size,
                        max_length=args.max_length, protocol=args.protocol, pooling=args.pooling,
                        template=args.template, cache=not args.no_cache, pair_kind=args.pair_features,
-                       kfold=args.kfold, classifier=args.classifier, precision=args.precision, on_task=save)
+                       kfold=args.kfold, classifier=args.classifier, precision=args.precision,
+                       normalize=args.normalize, on_task=save)
     except (SentclError, ValueError) as e:  # bad input: data, model, arguments
         print(f"sentcl eval: error: {e}", file=sys.stderr)
         return 2

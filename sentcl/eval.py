@@ -294,11 +294,12 @@ def eval_clustering(encoder, # a `SentenceEncoder` (see `embed_unique`)
                     seeds=range(10), n_init:int=10, # as in `kmeans_scores`
                     max_length:int=CLUSTERING_MAX_LENGTH, # token limit
                     precision:str="fp32", memo:dict|None=None, # as in `eval_sts`
+                    normalize:bool=False, # cluster L2-normalised vectors (see `sentcl.evalcore.embed_unique`)
                    ) -> dict:
-    "PairSupCon's clustering protocol on one short-text set: raw pooled embeddings (max length 64), KMeans over seeds."
+    "PairSupCon's clustering protocol on one short-text set: pooled embeddings (max length 64), KMeans over seeds."
     df = load_task_data(name, load_clustering, name=name, data_dir=data_dir)
     emb, rows = embed_unique(encoder, list(df["text"]), task=name, batch_size=batch_size, max_length=max_length,
-                             cache=cache, precision=precision, memo=memo)
+                             cache=cache, precision=precision, memo=memo, normalize=normalize)
     return kmeans_scores(emb[rows], df["label"].tolist(), seeds=seeds, n_init=n_init, cache=cache)
 
 # %% ../nbs/09_eval.ipynb #5410df49
@@ -310,8 +311,8 @@ RESULTS_SCHEMA = {
     "git": "sentcl's git commit ('-dirty' when modified), null outside a checkout",
     "hardware": "the machine (sentcl.precision.machine_facts): CPU model, cores, bf16 units, GPU; with settings.precision, "
                 "what decides whether two results are comparable",
-    "settings": "protocol, batch_size, max_length, final_period, cache, data_dir, pooling, template, pair_features, "
-                "clustering_max_length, kfold, classifier, precision",
+    "settings": "protocol, batch_size, max_length, final_period, cache, data_dir, pooling, template, normalize, "
+                "pair_features, clustering_max_length, kfold, classifier, precision",
     "tasks": "one entry per task name; its fields depend on the kind of task, see TASK_FIELDS",
     "avg": "group averages, each only when its whole group ran: sts (STS12-16 'all' + STS-B + SICK-R), sts_mean, "
            "sts_wmean (same with 'mean'/'wmean'), clustering_acc, clustering_nmi, transfer, fewshot",
@@ -331,14 +332,16 @@ TASK_FIELDS = {
 
 # %% ../nbs/09_eval.ipynb #3bb1137d
 def run_settings(encoder, batch_size:int, cache:bool, data_dir, pair_kind:str, kfold:int,
-                 protocol:str="senteval", classifier:str="senteval", precision:str="fp32") -> dict:
+                 protocol:str="senteval", classifier:str="senteval", precision:str="fp32",
+                 normalize:bool=False, # clustering, transfer, few-shot and probing saw L2-normalised vectors
+                ) -> dict:
     "The `settings` entry of a results document: `evaluate`'s arguments and the encoder's settings."
     s = encoder.settings
     return {"protocol": protocol, "batch_size": batch_size, "max_length": s.max_length,
             "final_period": PROTOCOLS[protocol].final_period, "cache": cache,
             "data_dir": None if data_dir is None else str(data_dir), "pooling": s.pooling, "template": s.template,
-            "pair_features": pair_kind, "clustering_max_length": CLUSTERING_MAX_LENGTH, "kfold": kfold,
-            "classifier": classifier, "precision": precision}
+            "normalize": normalize, "pair_features": pair_kind, "clustering_max_length": CLUSTERING_MAX_LENGTH,
+            "kfold": kfold, "classifier": classifier, "precision": precision}
 
 # %% ../nbs/09_eval.ipynb #2f8ed713
 def results_document(encoder, # the encoder evaluated
@@ -382,11 +385,13 @@ def evaluate_task(encoder, # a `SentenceEncoder` (see `embed_unique`)
                   kfold:int=10, # folds of the transfer protocols
                   classifier:str="senteval", # transfer and few-shot classifier, one of `sentcl.senteval.CLASSIFIERS`
                   precision:str="fp32", memo:dict|None=None, # as in `eval_sts`
+                  normalize:bool=False, # L2-normalised vectors for every kind but STS (cosine: scale-free)
                  ) -> dict:
     "The results entry of one task, computed by the protocol of its kind."
     kind = task_kind(name, data_dir)
     extra = {"pair_kind": pair_kind, "classifier": classifier} if kind in ("transfer", "fewshot", "probing") else {}
     if kind in ("transfer", "probing"): extra["k"] = kfold
+    if kind != "sts": extra["normalize"] = normalize
     return _EVALUATORS[kind](encoder, name, data_dir=data_dir, batch_size=batch_size, cache=cache, precision=precision,
                              memo=memo, **extra)
 
@@ -406,6 +411,7 @@ def evaluate(model, # a model spec ('default', 'tiny', a folder, a hub id) or an
              kfold:int=10, # folds of the transfer protocols
              classifier:str="senteval", # transfer and few-shot classifier: 'senteval' (SentEval's own) or 'sklearn'
              precision:str="fp32", # 'fp32' (exact), 'bf16', 'fp16' or 'auto' (see `sentcl.precision`)
+             normalize:bool|None=None, # L2-normalised vectors for non-STS tasks; None: as the model outputs them
              log=None, # called with a progress line before each task (default: print to stderr)
              on_task=None, # called with the results document after each task
             ) -> dict:
@@ -415,12 +421,14 @@ def evaluate(model, # a model spec ('default', 'tiny', a folder, a hub id) or an
         raise SentclError(f"unknown classifier {classifier!r}; choose one of {', '.join(CLASSIFIERS)}")
     encoder = protocol_encoder(as_encoder(model, pooling=pooling, template=template), protocol, max_length)
     precision = encoder_precision(encoder, precision)  # 'auto' decided once, recorded as what it became
-    settings = run_settings(encoder, batch_size, cache, data_dir, pair_kind, kfold, protocol, classifier, precision)
+    normalize = bool(encoder.settings.normalize if normalize is None else normalize)  # a `Normalize` folder: True
+    settings = run_settings(encoder, batch_size, cache, data_dir, pair_kind, kfold, protocol, classifier, precision,
+                            normalize)
     doc, memo = results_document(encoder, model, settings), {}  # memo: each distinct sentence encoded once per run
     for name in names:
         log(f"sentcl eval: {name} ({task_kind(name, data_dir)})")
         doc["tasks"][name] = evaluate_task(encoder, name, data_dir, batch_size, cache, pair_kind, kfold, classifier,
-                                           precision, memo)
+                                           precision, memo, normalize)
         doc["avg"], doc["complete"] = averages(doc["tasks"]), len(doc["tasks"]) == len(names)
         if on_task: on_task(doc)
     return doc

@@ -72,10 +72,12 @@ def embed_unique(encoder, # a `SentenceEncoder`, or anything with `settings`, `e
                  cache:bool=True, # read and write the disk cache
                  precision:str="fp32", # 'fp32', 'bf16', 'fp16' or 'auto' (`sentcl.precision`); part of the cache key
                  memo:dict|None=None, # vectors already computed in this run (read and filled), see above
+                 normalize:bool=False, # L2-normalise them (a `Normalize` folder's output); False: raw pooled vectors
                 ) -> tuple[np.ndarray, np.ndarray]:
-    "Raw (unnormalised) embeddings of the distinct `sentences` (n_unique, dim) and each input's row in them (n,)."
+    "Embeddings of the distinct `sentences` (n_unique, dim), raw unless `normalize`, and each input's row (n,)."
     uniq, rows = dedupe(sentences)
-    settings = encoder.settings.replace(normalize=False, max_length=default(max_length, encoder.settings.max_length))
+    max_length = default(max_length, encoder.settings.max_length)
+    settings = encoder.settings.replace(normalize=normalize, max_length=max_length)
     precision = encoder_precision(encoder, precision)
     from sentcl.encoders import BATCH_DEPENDENT_POOLINGS
     alone = getattr(settings, "pooling", None) in BATCH_DEPENDENT_POOLINGS  # a vector depends on its batch-mates

@@ -398,6 +398,7 @@ def transfer_arrays(encoder, # a `SentenceEncoder` (see `embed_unique`)
                     data_dir=None, batch_size:int=64, cache:bool=True, # as in `eval_sts`
                     pair_kind:str="senteval", # MRPC pair features, see `senteval_pair_features`
                     precision:str="fp32", memo:dict|None=None, # as in `sentcl.evalcore.embed_unique`
+                    normalize:bool=False, # L2-normalised sentence vectors (see `sentcl.evalcore.embed_unique`)
                    ) -> dict:
     "Features and 0..K-1 labels per split ('all' for MR/CR/SUBJ/MPQA, else train/[dev/]test), in SentEval's order."
     frames = _transfer_frames(name, data_dir)
@@ -407,7 +408,7 @@ def transfer_arrays(encoder, # a `SentenceEncoder` (see `embed_unique`)
     order = {s: senteval_order([df[c].tolist() for c in cols], labels[s]) for s, df in frames.items()}
     texts = [t for s, df in frames.items() for c in cols for t in df[c].to_numpy()[order[s]].tolist()]
     emb, rows = embed_unique(encoder, texts, task=name, batch_size=batch_size, cache=cache, precision=precision,
-                             memo=memo)
+                             memo=memo, normalize=normalize)
     blocks = iter(_blocks(emb[rows], [len(df) for df in frames.values() for _ in cols]))
     out = {}
     for split in frames:
@@ -424,9 +425,10 @@ def eval_transfer(encoder, # a `SentenceEncoder` (see `embed_unique`)
                   pair_kind:str="senteval", # MRPC pair features, see `senteval_pair_features`
                   classifier:str="senteval", # one of `CLASSIFIERS`
                   precision:str="fp32", memo:dict|None=None, # as in `sentcl.evalcore.embed_unique`
+                  normalize:bool=False, # classify L2-normalised sentence vectors (see `transfer_arrays`)
                  ) -> dict:
     "SentEval transfer accuracy ×100 for one task with the task's own protocol (see `sentcl.senteval`)."
-    arrays = transfer_arrays(encoder, name, data_dir, batch_size, cache, pair_kind, precision, memo)
+    arrays = transfer_arrays(encoder, name, data_dir, batch_size, cache, pair_kind, precision, memo, normalize)
     if "all" in arrays:
         return {**inner_kfold_accuracy(*arrays["all"], k=k, classifier=classifier), "protocol": f"inner {k}-fold",
                 "classifier": classifier}
@@ -448,10 +450,11 @@ def eval_fewshot(encoder, # a `SentenceEncoder` (see `embed_unique`)
                  pair_kind:str="senteval", # MRPC pair features, see `senteval_pair_features`
                  classifier:str="senteval", # one of `CLASSIFIERS`
                  precision:str="fp32", memo:dict|None=None, # as in `sentcl.evalcore.embed_unique`
+                 normalize:bool=False, # classify L2-normalised sentence vectors (see `transfer_arrays`)
                 ) -> dict:
     "Few-shot accuracy ×100 (mean, std over seeded sample sets) for a transfer task."
     task = name.removesuffix("_fewshot")
-    arrays = transfer_arrays(encoder, task, data_dir, batch_size, cache, pair_kind, precision, memo)
+    arrays = transfer_arrays(encoder, task, data_dir, batch_size, cache, pair_kind, precision, memo, normalize)
     train, test = (arrays["all"], (None, None)) if "all" in arrays else (arrays["train"], arrays["test"])
     r = fewshot_accuracy(*train, *test, shots=shots, seeds=seeds, classifier=classifier)
     return {**r, "classifier": classifier}
