@@ -30,7 +30,7 @@ __all__ = ['log', 'LABELS', 'SAMPLES_DIR', 'STS_TASKS', 'CLUSTERING_SETS', 'TRAN
            'PAIR_TRANSFER_SETS', 'PROBING_TASKS', 'SAMPLES_LABEL', 'UNVERIFIED', 'HUB', 'HUB_BUILDERS', 'SENTEVAL_TAR',
            'SENTEVAL_SICK', 'TRIPLET_COLUMNS', 'SENTEVAL_PROBING_URL', 'DECLUTR_MIN_TOKENS', 'DEFAULT_CORPUS',
            'CORPUS_KINDS', 'CORPUS_ALIASES', 'data_folders', 'with_data_folder', 'data_root', 'read_tsv', 'HubSource',
-           'hub_local_file', 'hub_load', 'hub_frame', 'senteval_member', 'senteval_tar', 'senteval_sick',
+           'hub_file', 'hub_builder', 'hub_load', 'hub_frame', 'senteval_member', 'senteval_tar', 'senteval_sick',
            'normalize_label', 'load_nli', 'nli_triplets', 'is_triplets', 'triplet_pairs', 'load_nli_triplets',
            'load_sts', 'load_clustering', 'load_transfer', 'load_probing', 'read_lines', 'load_sentences',
            'split_wikitext_articles', 'TextList', 'sanitize_document', 'declutr_documents', 'hub_texts',
@@ -235,13 +235,24 @@ HUB = {
 }
 
 # %% ../nbs/02_data.ipynb #05683b69
-HUB_BUILDERS = {".csv": "csv", ".txt": "text", ".jsonl": "json", ".json": "json", ".parquet": "parquet"}
+HUB_BUILDERS = {".csv": "csv", ".txt": "text", ".json": "json", ".jsonl": "json", ".parquet": "parquet"}
 
-def hub_local_file(source:HubSource, split:str, folder) -> Path|None:
-    "The local copy of `source`'s `split` in a hub-files folder: its data file, else `<hub split>.<suffix>`."
-    base = Path(folder)/source.path
-    if source.data_files: return base/source.data_files if (base/source.data_files).is_file() else None
-    return next((base/f"{source.hub_split(split)}{s}" for s in HUB_BUILDERS if (base/f"{source.hub_split(split)}{s}").is_file()), None)
+def hub_file(source:HubSource, # a hub corpus
+             split:str, # sentcl's split name (see `HubSource.hub_split`)
+             folder, # a hub-files folder (`sentcl.rehearsal_data.write_hub_files` writes one)
+            ) -> Path|None:
+    "The local file standing in for `source`'s `split` in `folder`, or None when there is none."
+    if split in (other := dict(source.split_sources)): return hub_file(other[split], split, folder)
+    hub_split, base = source.hub_split(split), Path(folder)/source.path/(source.config or "")
+    p = base/source.data_files if source.data_files else base/f"{hub_split}.parquet"
+    return p if p.is_file() else None
+
+def hub_builder(path) -> str:
+    "The `datasets` builder that reads a hub file, by its suffix."
+    suffix = Path(path).suffix.lower()
+    if suffix not in HUB_BUILDERS:
+        raise SentclError(f"{path}: no datasets builder for {suffix or 'no suffix'!r}; use one of {', '.join(HUB_BUILDERS)}")
+    return HUB_BUILDERS[suffix]
 
 def hub_load(source:HubSource, split:str, streaming:bool=False):
     "`datasets.load_dataset` of one split of `source`: from the hub, or from `$SENTCL_HUB_FILES`'s copy of its files."
@@ -251,10 +262,10 @@ def hub_load(source:HubSource, split:str, streaming:bool=False):
     if not folder:
         return datasets.load_dataset(source.path, source.config, split=hub_split, revision=source.revision,
                                      data_files=source.data_files, **stream)
-    local = hub_local_file(source, split, folder)
+    local = hub_file(source, split, folder)
     if local is None: raise SentclError(f"$SENTCL_HUB_FILES={folder} has no copy of hub {source.path} ({hub_split}); "
                                         "write it with sentcl.rehearsal_data.write_hub_files or unset the variable")
-    return datasets.load_dataset(HUB_BUILDERS[local.suffix], data_files={hub_split: str(local)}, split=hub_split, **stream)
+    return datasets.load_dataset(hub_builder(local), data_files={hub_split: str(local)}, split=hub_split, **stream)
 
 # %% ../nbs/02_data.ipynb #ba1b719a
 def hub_frame(source: HubSource, split: str, what: str) -> pd.DataFrame:

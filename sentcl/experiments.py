@@ -13,6 +13,7 @@ import datetime as _dt
 import hashlib
 import json
 import os
+import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
@@ -43,9 +44,9 @@ from .views import VIEWS
 __all__ = ['CPU_CLUSTERING_SETS', 'CPU_TRANSFER_SETS', 'CPU_STAND_INS', 'CPU_STUDY', 'SAMPLE_STAND_INS', 'EXPERIMENT_PRESETS',
            'ALL_PRESETS', 'RESULTS_VERSION', 'RESULTS_SCHEMA', 'ExperimentPreset', 'get_preset', 'published', 'Arm',
            'Contrast', 'Experiment', 'Run', 'plan_row', 'arm_overrides', 'training_key', 'rehearsal_run', 'plan_runs',
-           'read_json', 'TrainingLock', 'train_run', 'evaluated_as_planned', 'evaluate_run', 'execute_run',
-           'measured_value', 'check_results', 'measured_rows', 'contrast_status', 'contrast_rows', 'select_device',
-           'ExperimentSession']
+           'read_json', 'TrainingLock', 'torchrun_command', 'train_run', 'evaluated_as_planned', 'evaluate_run',
+           'execute_run', 'measured_value', 'check_results', 'measured_rows', 'contrast_status', 'contrast_rows',
+           'select_device', 'ExperimentSession']
 
 # %% ../nbs/13_experiments.ipynb #a8363852
 @dataclass(frozen=True)
@@ -382,6 +383,21 @@ class TrainingLock:
 
     def __exit__(self, *exc): self.path.unlink(missing_ok=True)
 
+# %% ../nbs/13_experiments.ipynb #66be8fed
+_OPTION_FLAGS = {"preset": "--preset", "train_data": "--train-data", "data_dir": "--data-dir", "max_steps": "--max-steps",
+                 "stop_after": "--stop-after", "mini_batch_size": "--mini-batch-size", "precision": "--precision",
+                 "save_every": "--save-every"}
+
+def torchrun_command(method:str, overrides:dict, options:RunOptions, processes:int) -> list[str]:
+    "`sentcl train` of one run over `processes` DDP processes (`torchrun --standalone`)."
+    sentcl_script = str(Path(sys.executable).parent/"sentcl")
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={processes}",
+           sentcl_script, "train", method, "--out", options.out, "--no-progress"]
+    for field_, flag in _OPTION_FLAGS.items():
+        if getattr(options, field_) is not None: cmd += [flag, str(getattr(options, field_))]
+    cmd += [a for k, v in overrides.items() for a in ("--set", f"{k}={json.dumps(v)}")]
+    return cmd + (["--resume"] if options.resume else [])
+
 # %% ../nbs/13_experiments.ipynb #da33507c
 def _finished(folder:Path, log) -> dict|None:
     "The summary of a finished training in `folder` (its model present), else None; a damaged summary is said."
@@ -398,7 +414,18 @@ def _resumable(folder:Path, log) -> bool:
         log(f"  {' '.join(str(e).split(';')[0].split())}; set aside as *.damaged, training from the start")
         return False
 
-def train_run(run:Run, log=print) -> dict:
+def _train(run:Run, options:RunOptions, processes:int) -> dict:
+    "One call of `sentcl.train.train` for `run`, in this process or over `processes` DDP processes."
+    if processes <= 1: return train(run.method, run.overrides, options)
+    proc = subprocess.run(torchrun_command(run.method, run.overrides, options, processes))
+    if proc.returncode:
+        raise SentclError(f"{run.key}: training over {processes} processes (torchrun) exited with status "
+                          f"{proc.returncode}; its output is above")
+    return read_json(Path(options.out)/"summary.json") or {"finished": False, "step": options.stop_after}
+
+def train_run(run:Run, log=print,
+              processes:int=1, # DDP processes (torchrun) for this training
+             ) -> dict:
     "Train `run` unless its folder holds a finished run (resuming from its checkpoint); one process at a time."
     folder = Path(run.train_folder)
     if done := _finished(folder, log): return done
@@ -406,11 +433,11 @@ def train_run(run:Run, log=print) -> dict:
         if done := _finished(folder, log): return done  # trained while we waited
         resume = _resumable(folder, log)
         if run.rehearsal_of and not resume:  # the rehearsal interrupts every training once and resumes it
-            train(run.method, run.overrides, dataclasses.replace(run.options, stop_after=1))
+            _train(run, dataclasses.replace(run.options, stop_after=1), processes)
             log(f"  rehearsal: {run.key} stopped after step 1; resuming from its checkpoint")
             resume = True
         log(f"  train {run.key}: {run.method} on {run.describe()['data']}{' (resuming)' if resume else ''}")
-        return train(run.method, run.overrides, dataclasses.replace(run.options, resume=resume))
+        return _train(run, dataclasses.replace(run.options, resume=resume), processes)
 
 # %% ../nbs/13_experiments.ipynb #7561e91c
 def _update_card(run:Run, doc:dict):
@@ -447,11 +474,13 @@ def evaluate_run(run:Run, log=print) -> dict:
     return doc
 
 # %% ../nbs/13_experiments.ipynb #144a2063
-def execute_run(run:Run, log=print) -> dict:
+def execute_run(run:Run, log=print,
+                processes:int=1, # DDP processes for its training (`train_run`)
+               ) -> dict:
     "Train (if the arm trains) and evaluate one run; returns its record for the results document."
     t0 = time.time()
     if run.rehearsal_of: prepare_rehearsal(Path(run.model).parents[1], run.rehearsal_of, log)
-    summary = None if run.method is None else train_run(run, log)
+    summary = None if run.method is None else train_run(run, log, processes)
     doc = evaluate_run(run, log)
     return {"arm": run.arm, "seed": run.seed, "method": run.method, "model": run.model,
             "describe": run.describe(), "config": None if run.config is None else dataclasses.asdict(run.config),
@@ -672,7 +701,7 @@ def run(self:ExperimentSession) -> pd.DataFrame:
     for i, r in enumerate(self.runs, 1):
         if r.key in self.records: continue
         self.log(f"[{i}/{len(self.runs)}] {self.exp.name}: {r.key}")
-        self.records[r.key] = execute_run(r, self.log)
+        self.records[r.key] = execute_run(r, self.log, self.parameters.get("gpus") or 1)
         self.save()
     return self.scores()
 

@@ -34,6 +34,7 @@ class ExperimentParameters:
     rehearse:bool = _param(False, "paper only: every run at the paper's shapes for 2 steps, offline (sentcl.rehearsal)",
                            plans=True)
     device:str|None = _param(None, "cpu, cuda, cuda:N; None: automatic")
+    gpus:int|None = _param(None, "DDP processes per training through torchrun (GPUs; gloo on a CPU); None: one")
     out:str|None = _param(None, "this experiment's folder", own_flag=True)
 
 # %% ../nbs/12a_parameters.ipynb #d109c2c1

@@ -18,7 +18,7 @@ import pandas as pd
 
 from .core import SentclError, write_json
 from .data import (CLUSTERING_SETS, HUB, LABELS, PAIR_TRANSFER_SETS, PROBING_TASKS, SAMPLES_DIR, TRIPLET_COLUMNS,
-                   HubSource, nli_triplets, read_lines, read_tsv)
+                         HubSource, hub_builder, hub_file, nli_triplets, read_lines, read_tsv)
 from .eval import TASK_GROUPS, resolve_tasks
 from .spans import min_document_tokens
 
@@ -27,7 +27,7 @@ __all__ = ['MIN_PER_CLASS', 'MIN_PAIRS_PER_SOURCE', 'STS_SOURCES', 'CLUSTERING_K
            'TRANSFER_SPLITS', 'PROBING_LABELS', 'PROBING_SPLIT_CODES', 'MANIFEST', 'STAND_IN_NOTE', 'HUB_CORPORA',
            'HUB_ROWS', 'HUB_DOCUMENTS', 'take', 'cycle_labels', 'sample_pairs', 'sample_nli', 'sample_sentences',
            'sts_files', 'clustering_files', 'transfer_files', 'probing_files', 'task_files', 'paper_tasks',
-           'atomic_folder', 'write_rehearsal_data', 'hub_file', 'hub_builder', 'write_hub_files']
+           'atomic_folder', 'write_rehearsal_data', 'write_hub_files']
 
 # %% ../nbs/13g_rehearsal_data.ipynb #5c6879f0
 def take(items, # a list (or a DataFrame: its rows)
@@ -234,25 +234,6 @@ HUB_CORPORA = (("triplets", "simcse"), ("sentences", "wiki1m"), ("nli", "snli"),
                ("documents", "openwebtext"), ("sts", "stsb"))  # the `HUB` keys the paper preset trains or selects on
 HUB_ROWS = 2 * 1024  # two steps of the largest paper batch (PairSupCon: 1,024 pairs)
 HUB_DOCUMENTS = 2 * 16  # two steps of DeCLUTR's batch of 16 documents
-
-def hub_file(source:HubSource, # a hub corpus
-             split:str, # sentcl's split name (see `HubSource.hub_split`)
-             folder, # a folder `write_hub_files` wrote
-            ) -> Path|None:
-    "The local file standing in for `source`'s `split` in `folder`, or None when there is none."
-    if split in (other := dict(source.split_sources)): return hub_file(other[split], split, folder)
-    hub_split, base = source.hub_split(split), Path(folder)/source.path/(source.config or "")
-    p = base/source.data_files if source.data_files else base/f"{hub_split}.parquet"
-    return p if p.is_file() else None
-
-def hub_builder(path) -> str:
-    "The `datasets` builder that reads a hub file, by its suffix."
-    builders = {".csv": "csv", ".txt": "text", ".json": "json", ".jsonl": "json", ".parquet": "parquet"}
-    suffix = Path(path).suffix.lower()
-    if suffix not in builders:
-        raise SentclError(f"{path}: no datasets builder for {suffix or 'no suffix'!r}; use one of "
-                          f"{', '.join(builders)}")
-    return builders[suffix]
 
 # %% ../nbs/13g_rehearsal_data.ipynb #87adc833
 def _hub_splits(source:HubSource) -> list[str]:
