@@ -42,11 +42,11 @@ from .views import VIEWS
 
 # %% auto #0
 __all__ = ['CPU_CLUSTERING_SETS', 'CPU_TRANSFER_SETS', 'CPU_STAND_INS', 'CPU_STUDY', 'SAMPLE_STAND_INS', 'EXPERIMENT_PRESETS',
-           'ALL_PRESETS', 'RESULTS_VERSION', 'RESULTS_SCHEMA', 'ExperimentPreset', 'get_preset', 'published', 'Arm',
-           'Contrast', 'Experiment', 'Run', 'plan_row', 'arm_overrides', 'training_key', 'rehearsal_run', 'plan_runs',
-           'read_json', 'TrainingLock', 'torchrun_command', 'train_run', 'evaluated_as_planned', 'evaluate_run',
-           'execute_run', 'measured_value', 'check_results', 'measured_rows', 'contrast_status', 'contrast_rows',
-           'select_device', 'ExperimentSession']
+           'ALL_PRESETS', 'RESULTS_VERSION', 'RESULTS_SCHEMA', 'STAND_IN_WORDS', 'ExperimentPreset', 'get_preset',
+           'published', 'Arm', 'Contrast', 'Experiment', 'Run', 'plan_row', 'arm_overrides', 'training_key',
+           'rehearsal_run', 'plan_runs', 'read_json', 'TrainingLock', 'torchrun_command', 'train_run',
+           'evaluated_as_planned', 'evaluate_run', 'execute_run', 'measured_value', 'check_results', 'measured_rows',
+           'contrast_status', 'contrast_rows', 'select_device', 'ExperimentSession', 'stand_ins_in', 'column_headings']
 
 # %% ../nbs/13_experiments.ipynb #a8363852
 @dataclass(frozen=True)
@@ -722,6 +722,25 @@ def scores(self:ExperimentSession, columns=None) -> pd.DataFrame:
 def _ordered_records(self:ExperimentSession) -> list:
     return [self.records[r.key] for r in self.runs if r.key in self.records]
 
+# %% ../nbs/13_experiments.ipynb #0fe3129d
+STAND_IN_WORDS = {"clustering3_acc": "3 sets", "clustering3_nmi": "3 sets", "transfer2": "CR + TREC",
+                  "stsb": "STS-B only", "wikitext_topics": "a sample set", "wikitext_topics_nmi": "a sample set",
+                  "topics": "a sample set", "topics_fewshot": "a sample set"}
+
+def stand_ins_in(records:list, stand_ins:dict) -> dict:
+    "{column: the measurement that stood in for it} among `records` (a preset's `stand_ins` that were used)."
+    used = {}
+    for r in records:
+        for column, other in stand_ins.items():
+            if measured_value(r["eval"], column) is None and measured_value(r["eval"], other) is not None:
+                used[column] = other
+    return used
+
+def column_headings(column:str, stand_in:str|None) -> tuple[str, str]:
+    "The headings of the paper's and the measured value of `column`: different words when a stand-in was measured."
+    if stand_in is None: return f"{column} (paper)", f"{column} (measured)"
+    return f"{column} (paper)", f"{column} ({STAND_IN_WORDS.get(stand_in, stand_in)})"
+
 # %% ../nbs/13_experiments.ipynb #b1ff4db6
 @patch
 def compare(self:ExperimentSession, table:str|None=None) -> pd.DataFrame:
@@ -732,11 +751,13 @@ def compare(self:ExperimentSession, table:str|None=None) -> pd.DataFrame:
     def cell(r):
         if r["mean"] is None: return "-"
         return f"{r['mean']:.2f}" + (f" ± {r['std']:.2f}" if r["std"] is not None else "")
-    df = pd.DataFrame([{"arm": r["label"], "column": r["column"], "paper": r["paper"], "measured": cell(r)}
-                       for r in rows])
-    wide = df.pivot(index="arm", columns="column", values=["paper", "measured"]).swaplevel(axis=1)
-    cols = list(dict.fromkeys(df["column"]))
-    return wide[[(c, k) for c in cols for k in ("paper", "measured")]].loc[list(dict.fromkeys(df["arm"]))]
+    used = stand_ins_in(self._ordered_records(), self.preset.stand_ins)
+    heads = {c: column_headings(c, used.get(c)) for c in dict.fromkeys(r["column"] for r in rows)}
+    out = {}
+    for r in rows:
+        paper, measured = heads[r["column"]]
+        out.setdefault(r["label"], {}).update({paper: r["paper"], measured: cell(r)})
+    return pd.DataFrame.from_dict(out, orient="index")
 
 @patch
 def contrasts(self:ExperimentSession) -> pd.DataFrame:

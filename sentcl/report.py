@@ -13,8 +13,8 @@ import pandas as pd
 
 from .catalog import EXPERIMENTS
 from .core import SentclError, atomic_write, default
-from .experiments import (_seed_values, check_results, contrast_rows, get_preset, measured_rows, measured_value,
-                                plan_runs, published, read_json)
+from .experiments import (_seed_values, check_results, column_headings, contrast_rows, get_preset, measured_rows,
+                                measured_value, plan_runs, published, read_json, stand_ins_in)
 from .paper_numbers import PAPERS, load_published
 
 # %% auto #0
@@ -97,7 +97,11 @@ def _table_lines(exp, table:str, doc:dict|None) -> list[str]:
     t = published(exp.paper, table)
     cols, decimals = t["columns"], t.get("decimals") if t.get("decimals") is not None else 2
     measured = [m for m in (doc or {}).get("measured", []) if m["table"] == table]
-    lines = [f"| row | status | " + " | ".join(cols) + " |", "|---|---|" + "---:|" * len(cols)]
+    used = stand_ins_used(doc) if doc else {}
+    def heading(c):  # a stand-in is never shown under the paper's name
+        stand_in = used.get(exp.measured_column(c, table))
+        return c if stand_in is None else " / ".join(column_headings(c, stand_in))
+    lines = [f"| row | status | " + " | ".join(heading(c) for c in cols) + " |", "|---|---|" + "---:|" * len(cols)]
     arms = {a.row: a for a in exp.arms if a.row is not None}
     seen = set()
     for r in t["rows"]:
@@ -122,10 +126,13 @@ def _contrast_lines(doc:dict) -> list[str]:
     if not doc or not doc["contrasts"]: return []
     lines = ["", "Claims (per-seed paired differences, better minus worse):", "",
              "| claim | column | paper | measured per seed | mean ± std | status |", "|---|---|---:|---|---:|---|"]
+    used, exp = stand_ins_used(doc), EXPERIMENTS.get(doc["experiment"])
     for c in doc["contrasts"]:
         diffs = ", ".join(f"{d:+.2f}" for d in c["diffs"]) or "–"
         paper = "–" if c["paper_diff"] is None else f"{c['paper_diff']:+.2f}"
-        lines.append(f"| {c['claim']} ({c['better']} vs {c['worse']}) | {c['column']} | {paper} | {diffs} | "
+        stand_in = used.get(exp.measured_column(c["column"], c["table"])) if exp else None
+        column = column_headings(c["column"], stand_in)[1] if stand_in else c["column"]
+        lines.append(f"| {c['claim']} ({c['better']} vs {c['worse']}) | {column} | {paper} | {diffs} | "
                      f"{_fmt(c['mean'], c['std'])} | {c['status']} |")
     return lines
 
@@ -145,12 +152,7 @@ def _provenance(doc:dict) -> str:
 
 def stand_ins_used(doc:dict) -> dict:
     "{column: the measurement that stood in for it} in a results document (a small preset's cheaper stand-ins)."
-    stand_ins, used = get_preset(doc["preset"]).stand_ins, {}
-    for r in doc["runs"]:
-        for column, other in stand_ins.items():
-            if measured_value(r["eval"], column) is None and measured_value(r["eval"], other) is not None:
-                used[column] = other
-    return used
+    return stand_ins_in(doc["runs"], get_preset(doc["preset"]).stand_ins)
 
 def _stand_in_note(doc:dict) -> str:
     used = stand_ins_used(doc)
