@@ -18,7 +18,7 @@ except ImportError:  # pragma: no cover
 # %% auto #0
 __all__ = ['PromptTransformer', 'MaskPooling', 'SentclPooling']
 
-# %% ../nbs/01a_st_modules.ipynb #8b719acc
+# %% ../nbs/01a_st_modules.ipynb #909f7a47
 class PromptTransformer(Transformer):
     "A sentence-transformers Transformer that puts each text into a '{sentence} ... [MASK]' template."
     config_keys = [*Transformer.config_keys, "template"]
@@ -34,6 +34,7 @@ class PromptTransformer(Transformer):
 
     def tokenize(self, texts, **kwargs) -> dict: return self.preprocess(texts, **kwargs)
 
+# %% ../nbs/01a_st_modules.ipynb #f3c59862
 class MaskPooling(Module):
     "Sentence embedding = the token state at the single [MASK] position."
     config_keys = ["mask_token_id"]
@@ -49,7 +50,7 @@ class MaskPooling(Module):
 
     def save(self, output_path:str, *args, **kwargs): self.save_config(output_path)
 
-# %% ../nbs/01a_st_modules.ipynb #046162ab
+# %% ../nbs/01a_st_modules.ipynb #e77b6b84
 class SentclPooling(Module):
     "A sentcl pooling that sentence-transformers' Pooling lacks (Liao's means without [CLS]), applied by name."
     config_keys = ["pooling"]
