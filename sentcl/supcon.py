@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
+from fastcore.basics import patch
 from torch import Tensor, nn
 
 from .core import SentclError
@@ -22,7 +23,7 @@ from .sbert import sbert_pair_features
 # %% auto #0
 __all__ = ['LiaoConfig', 'SupConConfig', 'LiaoMethod', 'SupCon', 'liao_augmented_pairs', 'SBERTAugmentConfig', 'SBERTAugment']
 
-# %% ../nbs/07d_supcon.ipynb #46462fb7
+# %% ../nbs/07d_supcon.ipynb #7048e4f1
 @dataclass
 class LiaoConfig(MethodConfig):
     "What Liao's runs share (paper §4, bert_sent_embed.py): model, optimiser, schedule, pooling, classifier, data."
@@ -37,6 +38,7 @@ class LiaoConfig(MethodConfig):
     classifier_hidden:int = 768 # width of the classifier's middle (linear) layer
     view_kwargs:dict = field(default_factory=lambda: {"shuffle": False})
 
+# %% ../nbs/07d_supcon.ipynb #d483ed4e
 @dataclass
 class SupConConfig(LiaoConfig):
     "Liao's SCL defaults (paper §4, README best STS row, bert_sent_embed.py)."
@@ -45,7 +47,7 @@ class SupConConfig(LiaoConfig):
     n_pos:int = -1 # -1: all same-premise entailments are positives; k: own plus k-1 sampled
     n_neg:int = -1 # -1: every other hypothesis is a negative (released code); k: k sampled per anchor (paper)
 
-# %% ../nbs/07d_supcon.ipynb #8962b745
+# %% ../nbs/07d_supcon.ipynb #61734ea3
 def _global_max(n:int, device) -> int:
     "The largest `n` over all processes (just `n` outside torch.distributed)."
     if not (dist.is_available() and dist.is_initialized()): return n
@@ -53,6 +55,7 @@ def _global_max(n:int, device) -> int:
     dist.all_reduce(t, op=dist.ReduceOp.MAX)
     return int(t.item())
 
+# %% ../nbs/07d_supcon.ipynb #11b271b4
 class LiaoMethod(Method):
     "What Liao's methods share: the premise-group view, padding as the released batches, the 3-way linear classifier."
     view = "premise_groups"
@@ -69,16 +72,18 @@ class LiaoMethod(Method):
                 g["pad_to"] = _global_max(longest, self.encoder.device)
         return groups
 
-    def encode_inputs(self, key, inputs):
-        if "pad_to" not in inputs: return Method.encode_inputs(self, key, inputs)
-        enc, s = self.encoder, self.train_settings
-        feats = enc.tokenize(inputs["sentences"], s)                            # padded to this chunk's longest
-        extra = inputs["pad_to"] - feats["input_ids"].shape[1]
-        if extra > 0: feats = {k: F.pad(v, (0, extra), value=enc.tokenizer.pad_token_id if k == "input_ids" else 0)
-                               for k, v in feats.items()}                        # ... then to the whole group's
-        return enc(feats, s), None
+# %% ../nbs/07d_supcon.ipynb #419458a4
+@patch
+def encode_inputs(self:LiaoMethod, key, inputs):
+    if "pad_to" not in inputs: return Method.encode_inputs(self, key, inputs)
+    enc, s = self.encoder, self.train_settings
+    feats = enc.tokenize(inputs["sentences"], s)                            # padded to this chunk's longest
+    extra = inputs["pad_to"] - feats["input_ids"].shape[1]
+    if extra > 0: feats = {k: F.pad(v, (0, extra), value=enc.tokenizer.pad_token_id if k == "input_ids" else 0)
+                           for k, v in feats.items()}                        # ... then to the whole group's
+    return enc(feats, s), None
 
-# %% ../nbs/07d_supcon.ipynb #a88f2ec5
+# %% ../nbs/07d_supcon.ipynb #a7f46c69
 class SupCon(LiaoMethod):
     "Liao: SBERT 3-way NLI classification interpolated with a supervised contrastive loss on premise groups."
     name, Config = "supcon", SupConConfig
@@ -88,17 +93,37 @@ class SupCon(LiaoMethod):
             if v != -1 and v < 1: raise SentclError(f"supcon: {k} must be -1 (all) or a positive int, got {v!r}")
         super().build_heads(dim)
 
-    def loss_from_embeddings(self, embeddings, batch):
-        cfg, u, v = self.config, embeddings["u"], embeddings["v"]
-        label = torch.as_tensor(batch["label"], device=u.device).long()          # (N,) 0/1/2
-        groups = torch.as_tensor(batch["groups"], device=u.device)
-        ce = F.cross_entropy(self.classifier(sbert_pair_features(u, v)).float(), label)  # Eq. 1
-        g = batch_generator(cfg.seed, label, groups) if cfg.n_pos > 1 or cfg.n_neg > 0 else None
-        scl = supcon_loss(u, v, label == 0, groups, cfg.temperature, cfg.n_pos, g, cfg.n_neg)  # Eq. 2
-        total = (1 - cfg.lam) * ce + cfg.lam * scl                                 # Eq. 3
-        return total, {"classification": ce.item(), "supcon": scl.item(), "loss": total.item()}
+# %% ../nbs/07d_supcon.ipynb #a2fd0421
+@patch
+def loss_from_embeddings(self:SupCon, embeddings, batch):
+    cfg, u, v = self.config, embeddings["u"], embeddings["v"]
+    label = torch.as_tensor(batch["label"], device=u.device).long()          # (N,) 0/1/2
+    groups = torch.as_tensor(batch["groups"], device=u.device)
+    ce = F.cross_entropy(self.classifier(sbert_pair_features(u, v)).float(), label)  # Eq. 1
+    g = batch_generator(cfg.seed, label, groups) if cfg.n_pos > 1 or cfg.n_neg > 0 else None
+    scl = supcon_loss(u, v, label == 0, groups, cfg.temperature, cfg.n_pos, g, cfg.n_neg)  # Eq. 2
+    total = (1 - cfg.lam) * ce + cfg.lam * scl                                 # Eq. 3
+    return total, {"classification": ce.item(), "supcon": scl.item(), "loss": total.item()}
 
-# %% ../nbs/07d_supcon.ipynb #f9ded083
+# %% ../nbs/07d_supcon.ipynb #0c8bb5cc
+def _sample(idx:Tensor, k:int, generator:torch.Generator) -> Tensor:
+    "`idx` itself when `k` is -1 or at least its length, else `k` of its entries drawn without replacement."
+    return idx if k == -1 or len(idx) <= k else idx[torch.randperm(len(idx), generator=generator)[:k]]
+
+# %% ../nbs/07d_supcon.ipynb #ee42801c
+def _anchor_pairs(i:int, labels:Tensor, groups:Tensor, n_pos:int, n_neg:int, other_premise_label:int,
+                  generator:torch.Generator) -> tuple[Tensor, Tensor]: # hypothesis rows, labels
+    "Anchor `i`'s hypotheses and labels: itself and its sampled positives (entailment), then its sampled negatives."
+    same = groups == groups[i]
+    same_ent = (same & (labels == 0)).nonzero().flatten()
+    same_ent = same_ent[same_ent != i]                                     # S_i
+    pos = torch.cat([torch.tensor([i]), _sample(same_ent, n_pos - 1 if n_pos > 0 else -1, generator)])
+    cand = torch.ones(len(labels), dtype=torch.bool); cand[i] = False; cand[same_ent] = False
+    neg = _sample(cand.nonzero().flatten(), n_neg, generator)
+    neg_y = torch.where(same[neg], labels[neg], torch.full_like(neg, other_premise_label))
+    return torch.cat([pos, neg]), torch.cat([torch.zeros(len(pos), dtype=torch.long), neg_y])
+
+# %% ../nbs/07d_supcon.ipynb #570b3ff0
 def liao_augmented_pairs(
     labels:Tensor, # (N,) gold labels 0/1/2 (entailment/neutral/contradiction) of the batch's pairs
     groups:Tensor, # (N,) int, equal values mark pairs with the same premise
@@ -112,22 +137,14 @@ def liao_augmented_pairs(
         raise SentclError(f"liao_augmented_pairs: n_pos and n_neg must be -1 (all) or positive, got {n_pos}, {n_neg}")
     labels, groups = labels.cpu().long(), groups.cpu().long()
     g = generator if generator is not None else torch.Generator().manual_seed(0)
-    pick = lambda idx, k: idx if k == -1 or len(idx) <= k else idx[torch.randperm(len(idx), generator=g)[:k]]
-    rows, cols, ys, n = [], [], [], len(labels)
+    rows, cols, ys = [], [], []
     for i in (labels == 0).nonzero().flatten().tolist():
-        same = groups == groups[i]
-        same_ent = (same & (labels == 0)).nonzero().flatten()
-        same_ent = same_ent[same_ent != i]                                     # S_i
-        pos = torch.cat([torch.tensor([i]), pick(same_ent, n_pos - 1 if n_pos > 0 else -1)])
-        cand = torch.ones(n, dtype=torch.bool); cand[i] = False; cand[same_ent] = False
-        neg = pick(cand.nonzero().flatten(), n_neg)
-        neg_y = torch.where(same[neg], labels[neg], torch.full_like(neg, other_premise_label))
-        rows.append(torch.full((len(pos) + len(neg),), i)); cols.append(torch.cat([pos, neg]))
-        ys.append(torch.cat([torch.zeros(len(pos), dtype=torch.long), neg_y]))
+        h, y = _anchor_pairs(i, labels, groups, n_pos, n_neg, other_premise_label, g)
+        rows.append(torch.full((len(h),), i)); cols.append(h); ys.append(y)
     if not rows: return (torch.zeros(0, dtype=torch.long),) * 3
     return torch.cat(rows), torch.cat(cols), torch.cat(ys)
 
-# %% ../nbs/07d_supcon.ipynb #f66b4ec3
+# %% ../nbs/07d_supcon.ipynb #f91f4b24
 @dataclass
 class SBERTAugmentConfig(LiaoConfig):
     "Liao's Augment baselines (Table 2): the 3-way classifier on the SCL's anchor/positive/negative pairs."
@@ -135,6 +152,7 @@ class SBERTAugmentConfig(LiaoConfig):
     n_neg:int = -1 # negatives per anchor (-1: all, "alln"; 3: "3n")
     other_premise_label:str = "contradiction" # label of an anchor with another premise's hypothesis (or "neutral")
 
+# %% ../nbs/07d_supcon.ipynb #fa7fef22
 class SBERTAugment(LiaoMethod):
     "Liao's Augment baseline: 3-way cross-entropy on each entailment anchor's positive and negative pairs."
     name, Config = "sbert-augment", SBERTAugmentConfig
@@ -145,14 +163,16 @@ class SBERTAugment(LiaoMethod):
                               f"got {self.config.other_premise_label!r}")
         super().build_heads(dim)
 
-    def loss_from_embeddings(self, embeddings, batch):
-        cfg, u, v = self.config, embeddings["u"], embeddings["v"]
-        label = torch.as_tensor(batch["label"]).long()                           # (N,) 0/1/2
-        groups = torch.as_tensor(batch["groups"])
-        g = batch_generator(cfg.seed, label, groups) if cfg.n_pos > 1 or cfg.n_neg > 0 else None
-        a, h, y = (t.to(u.device) for t in liao_augmented_pairs(label, groups, cfg.n_pos, cfg.n_neg,
-                                                                 LABELS.index(cfg.other_premise_label), g))
-        if len(a) == 0:                                                        # no entailment anchor in the batch
-            return (u.sum() + v.sum()) * 0.0, {"classification": 0.0, "pairs": 0.0, "loss": 0.0}
-        ce = F.cross_entropy(self.classifier(sbert_pair_features(u[a], v[h])).float(), y)  # (K, 3) logits
-        return ce, {"classification": ce.item(), "pairs": float(len(a)), "loss": ce.item()}
+# %% ../nbs/07d_supcon.ipynb #3c170f49
+@patch
+def loss_from_embeddings(self:SBERTAugment, embeddings, batch):
+    cfg, u, v = self.config, embeddings["u"], embeddings["v"]
+    label = torch.as_tensor(batch["label"]).long()                           # (N,) 0/1/2
+    groups = torch.as_tensor(batch["groups"])
+    g = batch_generator(cfg.seed, label, groups) if cfg.n_pos > 1 or cfg.n_neg > 0 else None
+    a, h, y = (t.to(u.device) for t in liao_augmented_pairs(label, groups, cfg.n_pos, cfg.n_neg,
+                                                             LABELS.index(cfg.other_premise_label), g))
+    if len(a) == 0:                                                        # no entailment anchor in the batch
+        return (u.sum() + v.sum()) * 0.0, {"classification": 0.0, "pairs": 0.0, "loss": 0.0}
+    ce = F.cross_entropy(self.classifier(sbert_pair_features(u[a], v[h])).float(), y)  # (K, 3) logits
+    return ce, {"classification": ce.item(), "pairs": float(len(a)), "loss": ce.item()}
