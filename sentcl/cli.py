@@ -266,7 +266,7 @@ def parse_parameters(items:list[str]) -> dict:
     return params
 
 def add_experiments_arguments(p:argparse.ArgumentParser):
-    "The `sentcl experiments list | run | report | compare` subcommands."
+    "The `sentcl experiments list | run | status | report | compare` subcommands."
     sub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
     ls = sub.add_parser("list", help="one line per experiment")
     run = sub.add_parser("run", help="execute experiment notebooks with papermill, as a resumable batch")
@@ -283,6 +283,8 @@ def add_experiments_arguments(p:argparse.ArgumentParser):
     run.add_argument("--force", action="store_true", help="rerun experiments whose results are complete")
     run.add_argument("--dry-run", action="store_true", help="print every run the batch would execute, and exit")
     run.add_argument("--notebooks", default=None, help="folder of the experiment notebooks (default: nbs/experiments)")
+    from sentcl.launchers import add_launcher_arguments, add_status_parser  # argparse and paths only, no torch
+    add_launcher_arguments(run); add_status_parser(sub)
     rep = sub.add_parser("report", help="write the reproduction report from batch folders")
     rep.add_argument("runs", nargs="+", help="batch folders written by `sentcl experiments run`")
     rep.add_argument("--out", required=True, help="report folder (report.md and its figures)")
@@ -292,7 +294,7 @@ def add_experiments_arguments(p:argparse.ArgumentParser):
 
 # %% ../nbs/11_cli.ipynb #65be3042
 def run_experiments(args) -> int:
-    "`sentcl experiments`: list, run (the number of failures is the exit status), report or compare."
+    "`sentcl experiments`: list, run (the number of failures is the exit status), status, report or compare."
     import pandas as pd
     from sentcl import runner
     wide = pd.option_context("display.width", 200, "display.max_colwidth", 60, "display.max_rows", 500)
@@ -315,14 +317,21 @@ def run_experiments(args) -> int:
         print(f"\n{len(table) - outside} of {len(table)} arm/column means within {args.base}'s spread over seeds; "
               f"{exact} identical seed by seed")
         return int(outside > 0)
+    if args.action == "status":
+        from sentcl.launchers import run_status
+        return run_status(args)
     params = parse_parameters(args.params)
+    from sentcl.launchers import cluster_overrides, run_job_plan
+    cluster = cluster_overrides(args)  # the Slurm options: an error with the local launcher
+    if args.dry_run and args.launcher != "local": return run_job_plan(args, params)
     if args.dry_run:
         plan = runner.dry_run(args.names, args.preset, args.data_dir, args.out, args.paper, params)
         with wide: print(plan.to_string(index=False))
         print(f"\n{len(plan)} run(s) in {plan['experiment'].nunique()} experiment(s); nothing was executed")
         return 0
     table = runner.run_batch(args.names, args.preset, args.out, args.data_dir, args.paper, params, args.jobs,
-                             args.force, args.notebooks)
+                             args.force, args.notebooks, launcher=args.launcher, cluster=cluster,
+                             wait=not args.no_wait)
     with wide: print("\n" + table.to_string(index=False))
     failed = int((table["status"] == "failed").sum())
     if failed:

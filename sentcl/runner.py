@@ -200,8 +200,11 @@ def _line(i:int, n:int, name:str, rec:dict) -> str:
     return f"[{i}/{n}] {name}: {rec['status']}{extra}" + (f" - {rec['error']}" if rec.get("error") else "")
 
 def run_batch(names=None, preset:str="cpu-smoke", out="runs/experiments", data_dir=None, paper=None,
-              parameters:dict|None=None, jobs:int=1, force:bool=False, notebooks=None, log=print) -> pd.DataFrame:
-    "Run experiments as a resumable batch; one row per experiment: status, seconds, error."
+              parameters:dict|None=None, jobs:int=1, force:bool=False, notebooks=None, log=print,
+              launcher:str="local", # local (this process pool), or slurm / submitit-local (`sentcl.launchers`)
+              cluster:dict|None=None, wait:bool=True, # the jobs' Slurm settings; wait for them (see `run_on_scheduler`)
+             ) -> pd.DataFrame:
+    "Run experiments as a resumable batch, here or as scheduler jobs; one row per experiment: status, seconds, error."
     get_preset(preset)
     if jobs < 1: raise SentclError(f"--jobs {jobs}: give at least 1")
     names, out = select_experiments(names, paper, preset), Path(out)
@@ -209,6 +212,9 @@ def run_batch(names=None, preset:str="cpu-smoke", out="runs/experiments", data_d
     params = {**(parameters or {}), **({"data_dir": label} if label else {})}
     with _environment(data_env):  # the plan checks resolve the label as the jobs will
         for n in names: notebook_path(n, notebooks); plan_runs(get_experiment(n), preset, out/n, **_plan_args(params))
+    if launcher != "local":  # Slurm, or submitit's local executor: sentcl.launchers submits, records and waits
+        from sentcl.launchers import run_on_scheduler
+        return run_on_scheduler(names, preset, out, params, notebooks, launcher, cluster, force, wait, data_env, log)
     state, todo = BatchState(out, log), []
     for n in names:
         if not force and experiment_done(out/n, preset, log): state.set(n, status="kept", error=None)
