@@ -75,7 +75,10 @@ def test_no_normalize_restores_the_raw_pooled_vectors(tmp_path, mr_dir, classifi
 
 def test_clustering_follows_and_sts_does_not_change(monkeypatch):
     seen, real = [], sentcl.eval.kmeans_scores
-    monkeypatch.setattr(sentcl.eval, "kmeans_scores", lambda X, *a, **k: (seen.append(np.array(X)), real(X, *a, **k))[1])
+    def spy(X, *args, **kwargs):
+        seen.append(np.array(X))
+        return real(X, *args, **kwargs)
+    monkeypatch.setattr(sentcl.eval, "kmeans_scores", spy)
     own, raw = (evaluate("default", "stsb,wikitext_topics", SAMPLES_DIR, normalize=n, log=lambda m: None)
                 for n in (None, False))
     np.testing.assert_allclose(np.linalg.norm(seen[0], axis=1), 1, atol=1e-5)

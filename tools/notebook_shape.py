@@ -6,15 +6,17 @@ exported cell, and the share of exported cells followed by a test before the nex
 
 An exported cell is a code cell with an nbdev `export`/`exporti` directive; its length counts the lines of code, not
 the directives or blank lines. A test is a code cell without an export directive that asserts: `assert`, or a
-fastcore.test call (`test_eq`, `test_fail`, `test_close`, ...). An exported cell is followed by a test when such a cell
-comes after it and before the next exported cell (markdown between them is fine). The last column sums a notebook up
-against the bar of issue 24: median ≤ 12 lines and ≥ 80% followed by a test.
+fastcore.test call (`test_eq`, `test_fail`, `test_close`, ...), comments aside. An exported cell is followed by a test
+when such a cell comes after it and before the next exported cell (markdown between them is fine). The last column
+says whether a notebook meets the bar of issue 24: median ≤ 12 lines and ≥ 80% followed by a test.
 """
 import argparse
+import io
 import json
 import re
 import statistics
 import sys
+import tokenize
 from pathlib import Path
 
 DIRECTIVE = re.compile(r"^\s*#\s*\|\s*(\w+)")
@@ -37,9 +39,16 @@ def code_lines(source:str) -> int:
     return sum(1 for line in source.splitlines() if line.strip() and not DIRECTIVE.match(line))
 
 
+def without_comments(source:str) -> str:
+    "`source` with its comments dropped (the text as written when it does not tokenize)."
+    try: toks = [t for t in tokenize.generate_tokens(io.StringIO(source).readline) if t.type != tokenize.COMMENT]
+    except (tokenize.TokenError, SyntaxError, IndentationError): return source
+    return tokenize.untokenize(toks)
+
+
 def is_test(cell:dict) -> bool:
     src = "".join(cell["source"])
-    return cell["cell_type"] == "code" and not is_exported(cell) and bool(TEST.search(src))
+    return cell["cell_type"] == "code" and not is_exported(cell) and bool(TEST.search(without_comments(src)))
 
 
 def shape(path) -> dict:
