@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from .core import SentclError, atomic_write, write_json
+from .parameters import batch_parameters
 from .encoders import POOLINGS, SentenceEncoder
 from .precision import PRECISIONS
 
@@ -254,16 +255,16 @@ def run_demo(args) -> int:
 
 # %% ../nbs/11_cli.ipynb #c88a587b
 EXPERIMENT_PRESET_NAMES = ("paper", "cpu", "cpu-smoke")  # sentcl.experiments.EXPERIMENT_PRESETS, without importing it
-EXPERIMENT_PARAMETERS = ("model", "data_dir", "steps", "batch_size", "seeds", "precision", "device", "arms")
+EXPERIMENT_PARAMETERS = tuple(batch_parameters())  # sentcl.parameters: the notebooks' own, less the flags below
 
-def parse_parameters(items:list[str]) -> dict:
+def parse_parameters(items:list[str], rehearse:bool=False) -> dict:
     "`-p key=value` notebook parameters (values as JSON where possible); an unknown key is a one-line error."
     params = parse_sets(items)
     bad = sorted(set(params) - set(EXPERIMENT_PARAMETERS))
     if bad: raise SentclError(f"-p {', '.join(bad)}: not an experiment parameter; "
                               f"use {', '.join(EXPERIMENT_PARAMETERS)} "
                               "(preset, data dir and output folder have their own flags)")
-    return params
+    return {**params, **({"rehearse": True} if rehearse else {})}
 
 def add_experiments_arguments(p:argparse.ArgumentParser):
     "The `sentcl experiments list | run | status | report | compare` subcommands."
@@ -278,7 +279,10 @@ def add_experiments_arguments(p:argparse.ArgumentParser):
     run.add_argument("--data-dir", default=None, help="a data folder in sentcl's layout (the cpu preset needs one)")
     run.add_argument("--out", default="runs/experiments", help="batch folder: one sub-folder per experiment")
     run.add_argument("-p", dest="params", action="append", default=[], metavar="KEY=VALUE",
-                     help=f"a notebook parameter for every experiment: {', '.join(EXPERIMENT_PARAMETERS)}")
+                     help="a notebook parameter for every experiment: "
+                          + "; ".join(f"{k} ({h})" for k, h in batch_parameters().items()))
+    run.add_argument("--rehearse", action="store_true",
+                     help="with --preset paper: every run at the paper's shapes for 2 steps, offline (sentcl.rehearsal)")
     run.add_argument("--jobs", type=int, default=1, help="notebooks at once (one GPU each where there are enough)")
     run.add_argument("--force", action="store_true", help="rerun experiments whose results are complete")
     run.add_argument("--dry-run", action="store_true", help="print every run the batch would execute, and exit")
@@ -320,7 +324,9 @@ def run_experiments(args) -> int:
     if args.action == "status":
         from sentcl.launchers import run_status
         return run_status(args)
-    params = parse_parameters(args.params)
+    params = parse_parameters(args.params, args.rehearse)
+    if params.get("rehearse") and args.preset != "paper":
+        raise SentclError(f"--rehearse rehearses the paper preset, not {args.preset!r}: use --preset paper --rehearse")
     from sentcl.launchers import cluster_overrides, run_job_plan
     cluster = cluster_overrides(args)  # the Slurm options: an error with the local launcher
     if args.dry_run and args.launcher != "local": return run_job_plan(args, params)
@@ -328,6 +334,12 @@ def run_experiments(args) -> int:
         plan = runner.dry_run(args.names, args.preset, args.data_dir, args.out, args.paper, params)
         with wide: print(plan.to_string(index=False))
         print(f"\n{len(plan)} run(s) in {plan['experiment'].nunique()} experiment(s); nothing was executed")
+        cost = plan.attrs.get("cost") or {}
+        if cost.get("estimated"):
+            print(f"cost of the {cost['trainings']} training(s) (each shared one once; {cost['estimated']} estimated): "
+                  f"{cost['tokens'] / 1e9:.2f}B tokens, {cost['gpu_hours']:.0f} GPU-hours on an {runner.REFERENCE_GPU.name} "
+                  f"at {runner.UTILISATION:.0%} of its peak, peak memory {cost['memory_gb']:.0f} GB "
+                  f"({cost['memory_gb_cached']:.0f} GB with gradient caching); see sentcl.costs for the formula")
         return 0
     table = runner.run_batch(args.names, args.preset, args.out, args.data_dir, args.paper, params, args.jobs,
                              args.force, args.notebooks, launcher=args.launcher, cluster=cluster,

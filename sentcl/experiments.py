@@ -669,6 +669,7 @@ class ExperimentSession:
         self.parameters = {**given, "seeds": None if p.seeds is None else list(p.seeds), "out": str(self.out)}
         select_device(p.device)
         self.data_dir = with_data_folder(p.data_dir, self.preset.data_dir)  # where the notebook's figures read data
+        if p.rehearse: self.data_dir = str(self.out.parent/"_rehearsal"/"data")  # the rehearsal's (`rehearsal_run`)
         self.runs = plan_runs(experiment, preset, self.out, **plan_arguments(given))
         self.records, self.figures, self.extra, self.log = {}, [], {}, log
         self._load_finished()

@@ -22,6 +22,7 @@ from pathlib import Path
 from fastcore.basics import patch
 
 from .core import SentclError
+from .parameters import plan_arguments
 
 try: import tomllib
 except ModuleNotFoundError: import tomli as tomllib  # Python 3.10
@@ -468,7 +469,7 @@ def run_on_scheduler(names:list, # experiments, checked by `sentcl.runner.run_ba
                     ):
     "Run experiments as scheduler jobs, resumably; one row per experiment: status, seconds, error, job."
     import pandas as pd
-    from sentcl.runner import BatchState, _environment, _plan_args, experiment_done
+    from sentcl.runner import BatchState, experiment_done, temporary_environment
     if launcher not in LAUNCHERS[1:]: raise SentclError(f"--launcher {launcher}: not slurm or submitit-local")
     if not wait and launcher != "slurm": raise SentclError(f"--no-wait: {launcher} jobs run from this command")
     shown, out, env = out, Path(out).resolve(), env or {}
@@ -476,11 +477,11 @@ def run_on_scheduler(names:list, # experiments, checked by `sentcl.runner.run_ba
     out.mkdir(parents=True, exist_ok=True)
     state, todo = BatchState(out, log), []
     for n in names:
-        if not force and experiment_done(out/n, preset, log): state.set(n, status="kept", error=None)
+        if not force and experiment_done(out/n, preset, log, parameters.get("rehearse", False)):
+            state.set(n, status="kept", error=None)
         else: todo.append(n)
     job_ids = _reattach(state, todo, launcher, out)
-    with _environment(env): after = training_order(todo, preset, out, {**_plan_args(parameters),
-                                                                        "arms": parameters.get("arms")})
+    with temporary_environment(env): after = training_order(todo, preset, out, plan_arguments(parameters))
     parallel = options.array_parallelism or max(len(todo), 1)
     sub = _Submitter(state, launcher, out, preset, parameters, notebooks, options,
                      _job_threads(options, launcher, min(parallel, max(len(todo), 1))), env, log)
@@ -568,12 +569,12 @@ def job_plan(names:list, preset:str, out, parameters:dict|None=None, cluster:Clu
     from sentcl.catalog import get_experiment
     from sentcl.costs import REFERENCE_GPU, plan_cost
     from sentcl.experiments import plan_runs
-    from sentcl.runner import _environment, _plan_args, experiment_done
+    from sentcl.runner import experiment_done, temporary_environment
     parameters, out = parameters or {}, Path(out)
     options = cluster if isinstance(cluster, ClusterOptions) else cluster_options(out, cluster)
-    todo = [n for n in names if force or not experiment_done(out/n, preset)]
-    plan_args = {**_plan_args(parameters), "arms": parameters.get("arms")}
-    with _environment(env or {}):
+    todo = [n for n in names if force or not experiment_done(out/n, preset, rehearse=parameters.get("rehearse", False))]
+    plan_args = plan_arguments(parameters)
+    with temporary_environment(env or {}):
         after = training_order(todo, preset, out, plan_args)
         runs = {n: plan_runs(get_experiment(n), preset, out/n, **plan_args) for n in todo}
     wave, hours, seen, rows = waves(after), parse_time(options.time) / 60 * options.gpus_per_job, set(), []

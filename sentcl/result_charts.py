@@ -23,7 +23,8 @@ def measured_chart(rows:pd.DataFrame, # measured rows: label (or arm), column, m
                   ) -> FigureResult:
     "Per column, a point per arm (mean ± std over seeds) and the paper's number as a diamond; data = the rows drawn."
     check_columns(rows, ["column", "mean", "std", "paper"], "measured_chart rows")
-    rows = rows.assign(label=rows["label"] if "label" in rows else rows["arm"])
+    rows = rows.assign(label=rows["label"] if "label" in rows else rows["arm"],  # a number the paper lacks: NaN
+                       **{c: pd.to_numeric(rows[c], errors="coerce") for c in ("mean", "std", "paper")})
     rows = rows[rows["mean"].notna()]
     columns = list(columns or dict.fromkeys(rows["column"]))
     if rows.empty or not columns: raise ValueError("measured_chart: no measured values to draw")

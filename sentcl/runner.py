@@ -18,13 +18,15 @@ import pandas as pd
 
 import sentcl
 from .catalog import EXPERIMENTS, get_experiment
-from .core import SentclError, atomic_write, write_json
+from .core import SentclError, atomic_write, default, write_json
+from .costs import REFERENCE_GPU, UTILISATION, plan_cost
+from .parameters import plan_arguments
 from .experiments import EXPERIMENT_PRESETS, check_results, get_preset, plan_row, plan_runs, read_json
 
 # %% auto #0
 __all__ = ['select_experiments', 'list_experiments', 'dry_run', 'data_label', 'machine_paths', 'portable_text', 'notebooks_dir',
            'notebook_path', 'papermill_command', 'job_environment', 'experiment_done', 'BatchState', 'run_one',
-           'run_batch']
+           'run_batch', 'temporary_environment']
 
 # %% ../nbs/13b_runner.ipynb #f6520716
 def select_experiments(names=None, # experiment names (None or empty: all of them, or all of `paper`'s)
@@ -61,14 +63,13 @@ def list_experiments(names=None, paper:str|None=None) -> pd.DataFrame:
 # %% ../nbs/13b_runner.ipynb #4a8c800d
 def dry_run(names=None, preset:str="cpu-smoke", data_dir=None, out="runs/experiments", paper=None,
             parameters:dict|None=None) -> pd.DataFrame:
-    "Every run the batch would execute, one row each, without running or loading anything."
-    keys = ("model", "steps", "batch_size", "seeds", "precision", "arms")
-    params = {k: v for k, v in (parameters or {}).items() if k in keys}
-    rows = []
-    for n in select_experiments(names, paper, preset):
-        runs = plan_runs(get_experiment(n), preset, out=Path(out)/n, data_dir=data_dir, **params)
-        rows += [plan_row(r) for r in runs]
-    return pd.DataFrame(rows)
+    "Every run the batch would execute, one row each, without running or loading anything; its totals in `.attrs`."
+    params = {k: v for k, v in plan_arguments(parameters or {}).items() if k != "data_dir"}
+    runs = [r for n in select_experiments(names, paper, preset)
+            for r in plan_runs(get_experiment(n), preset, out=Path(out)/n, data_dir=data_dir, **params)]
+    plan = pd.DataFrame([plan_row(r) for r in runs])
+    plan.attrs["cost"] = plan_cost(runs)  # each shared training once
+    return plan
 
 # %% ../nbs/13b_runner.ipynb #a010df79
 def data_label(data_dir, # the batch's data folder(s): paths or labels, several joined by os.pathsep; None: none
@@ -121,15 +122,19 @@ def papermill_command(notebook:Path, target:Path, parameters:dict, cwd:Path) -> 
     return [sys.executable, "-m", "papermill", str(notebook), str(target), "-y", json.dumps(parameters),
             "-k", "python3", "--log-output", "--no-progress-bar", "--cwd", str(cwd)]
 
-def job_environment(slot:int, jobs:int) -> dict:
+def job_environment(slot:int, jobs:int,
+                    gpus:int|None=None, # GPUs on this machine (None: ask torch)
+                    cores:int|None=None, # CPU cores (None: os.cpu_count())
+                   ) -> dict:
     "The environment of job `slot` of `jobs`: its own GPU when there are enough, else a share of the CPU threads."
-    import torch
     env = dict(os.environ)
     env.setdefault("TQDM_DISABLE", "1")  # no progress bars in the executed notebooks: their outputs are the record
-    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if gpus is None:
+        import torch
+        gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
     if gpus and jobs > 1: env["CUDA_VISIBLE_DEVICES"] = str(slot % gpus)
     if not gpus and jobs > 1:
-        threads = str(max(1, (os.cpu_count() or 1) // jobs))
+        threads = str(max(1, default(cores, os.cpu_count() or 1) // jobs))
         env.update(OMP_NUM_THREADS=threads, MKL_NUM_THREADS=threads)
         # threads that sleep rather than spin at OpenMP barriers: on a shared CPU, spinning threads of one job
         # stall the other's (a training step ran 4x slower beside a busy process until this was set)
@@ -137,7 +142,9 @@ def job_environment(slot:int, jobs:int) -> dict:
     return env
 
 # %% ../nbs/13b_runner.ipynb #65bcf085
-def experiment_done(folder:Path, preset:str, log=None) -> bool:
+def experiment_done(folder:Path, preset:str, log=None,
+                    rehearse:bool=False, # a rehearsal's result counts only for a rehearsal, and only it does
+                   ) -> bool:
     "True when `folder/results.json` is a complete, valid result of `preset`; a damaged one is said (`log`)."
     doc = read_json(folder/"results.json", log)
     if not doc: return False
@@ -145,7 +152,7 @@ def experiment_done(folder:Path, preset:str, log=None) -> bool:
     except SentclError as e:
         if log: log(f"{e}: {folder.name} runs again")
         return False
-    return doc["complete"] and doc["preset"] == preset
+    return doc["complete"] and doc["preset"] == preset and (doc.get("kind") == "rehearsal") == bool(rehearse)
 
 class BatchState:
     "`<out>/batch.json`: each experiment's status (pending, running, done, kept, failed), times and error; atomic."
@@ -189,7 +196,8 @@ def run_one(name:str, preset:str, out:Path, parameters:dict, notebooks=None, env
                               stdout=log, stderr=subprocess.STDOUT, env=env)
     seconds = round(time.time() - t0, 1)
     _make_portable([folder/"log.txt", folder/f"{name}.ipynb"], machine_paths(out, env))
-    if proc.returncode == 0 and experiment_done(folder, preset): return {"status": "done", "seconds": seconds}
+    if proc.returncode == 0 and experiment_done(folder, preset, rehearse=parameters.get("rehearse", False)):
+        return {"status": "done", "seconds": seconds}
     error = (_error_of(folder/"log.txt", proc.returncode) if proc.returncode
              else "the notebook ended without a complete results.json")
     return {"status": "failed", "seconds": seconds, "error": error}
@@ -210,14 +218,15 @@ def run_batch(names=None, preset:str="cpu-smoke", out="runs/experiments", data_d
     names, out = select_experiments(names, paper, preset), Path(out)
     label, data_env = data_label(data_dir)
     params = {**(parameters or {}), **({"data_dir": label} if label else {})}
-    with _environment(data_env):  # the plan checks resolve the label as the jobs will
-        for n in names: notebook_path(n, notebooks); plan_runs(get_experiment(n), preset, out/n, **_plan_args(params))
+    with temporary_environment(data_env):  # the plan checks resolve the label as the jobs will
+        for n in names: notebook_path(n, notebooks); plan_runs(get_experiment(n), preset, out/n, **plan_arguments(params))
     if launcher != "local":  # Slurm, or submitit's local executor: sentcl.launchers submits, records and waits
         from sentcl.launchers import run_on_scheduler
         return run_on_scheduler(names, preset, out, params, notebooks, launcher, cluster, force, wait, data_env, log)
     state, todo = BatchState(out, log), []
     for n in names:
-        if not force and experiment_done(out/n, preset, log): state.set(n, status="kept", error=None)
+        if not force and experiment_done(out/n, preset, log, params.get("rehearse", False)):
+            state.set(n, status="kept", error=None)
         else: todo.append(n)
     log(f"sentcl experiments: {len(names)} experiment(s), preset {preset}, {len(names) - len(todo)} already done, "
         f"{len(todo)} to run, {jobs} at a time, in {out}")
@@ -234,7 +243,7 @@ def run_batch(names=None, preset:str="cpu-smoke", out="runs/experiments", data_d
                          for n in names])
 
 @contextlib.contextmanager
-def _environment(values:dict):
+def temporary_environment(values:dict):
     "Set environment `values` for the duration (the batch's SENTCL_DATA while it plans)."
     old = {k: os.environ.get(k) for k in values}
     os.environ.update(values)
@@ -244,6 +253,4 @@ def _environment(values:dict):
             if v is None: os.environ.pop(k, None)
             else: os.environ[k] = v
 
-def _plan_args(params:dict) -> dict:
-    "The parameters `plan_runs` takes, to check a batch's parameters before anything runs."
-    return {k: params[k] for k in ("model", "data_dir", "steps", "batch_size", "seeds", "precision") if k in params}
+

@@ -52,6 +52,7 @@ def test_parameters_cell_holds_literals(name):
     assert cells[0].source == parameters_cell(name), f"{name}: run tools/parameters_cells.py (sentcl.parameters changed)"
     source = "".join(c.source for c in nbformat.read(NBS/f"{name}.ipynb", 4).cells)
     assert f'experiment_session("{name}", **notebook_parameters(globals()))' in source and "session.save()" in source
+    assert "from sentcl.parameters import notebook_parameters" in source
 
 
 def test_parameters_cells_tool_catches_a_stale_cell():

@@ -35,3 +35,35 @@ def test_a_training_runs_over_two_processes(tmp_path):
     # that contrasted its own 4 pairs against 7 sentences instead of the batch's 15 would log about log(7) vs log(15)
     first = {n: json.loads((f/"metrics.jsonl").read_text().splitlines()[0])["loss"] for n, f in runs.items()}
     assert abs(first[2] - first[1]) / first[1] < 0.05, first
+
+
+REHEARSED = {  # one experiment per paper, through the batch runner and papermill: the paper models' shapes, the hub
+    "liao-table2": ["pretrained", "ce"],  # loaders on local hub files, one training (batch 64, stopped and resumed)
+    "pairsupcon-figure1": ["pretrained"],  # BERT-base's shape, STS and StackOverflow clustering at PairSupCon's protocol
+    "sncse-table2": ["pretrained"],  # BERT-base through SNCSE's prompt
+    "declutr-table1": ["pretrained-small"],  # DistilRoBERTa's shape (a stand-in tokenizer), SentEval transfer
+}
+
+
+def test_the_paper_path_rehearses_one_experiment_per_paper(tmp_path):
+    from sentcl.report import write_report
+    from sentcl.runner import experiment_done, run_batch
+    out = tmp_path/"rehearsal"
+    for name, arms in REHEARSED.items():
+        table = run_batch([name], "paper", out, parameters={"rehearse": True, "arms": arms}, log=print)
+        assert list(table.status) == ["done"], table.to_string()
+    for name in REHEARSED:
+        doc = json.loads((out/name/"results.json").read_text())
+        assert doc["kind"] == "rehearsal" and doc["complete"] and doc["parameters"]["rehearse"] is True
+        assert all(r["model"].startswith("_rehearsal/models/") for r in doc["runs"])
+        assert not experiment_done(out/name, "paper")  # a rehearsal never stands in for a paper result
+        assert experiment_done(out/name, "paper", rehearse=True)
+    ce = next(r for r in json.loads((out/"liao-table2"/"results.json").read_text())["runs"] if r["arm"] == "ce")
+    assert ce["train"]["finished"] and ce["train"]["step"] == 2
+    log = (out/"liao-table2"/"log.txt").read_text()
+    assert "stopped after step 1; resuming from its checkpoint" in log and "weights random" in log
+    facts = json.loads((out/"_rehearsal"/"models"/"distilroberta-base"/"rehearsal.json").read_text())
+    assert facts["layers"] == "2 of 6" and "stand-in" in facts["tokenizer"]
+    report = write_report(out, tmp_path/"report").read_text()
+    rows = [l for l in report.splitlines() if l.startswith("| ") and "rehearsed" in l]
+    assert len(rows) >= len(REHEARSED) and "failed" not in report

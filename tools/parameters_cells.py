@@ -26,9 +26,9 @@ def updated(nb, name: str) -> bool:
         elif cell.cell_type == "code" and f'experiment_session("{name}"' in cell.source:
             src = re.sub(rf'experiment_session\("{re.escape(name)}",(?![^)]*notebook_parameters)[^)]*\)',
                          f'experiment_session("{name}", **notebook_parameters(globals()))', cell.source)
-            if IMPORT not in src:
-                src = src.replace("from sentcl.catalog import experiment_session",
-                                  f"from sentcl.catalog import experiment_session\n{IMPORT}", 1)
+            if IMPORT not in src:  # after the line that imports experiment_session (with whatever else it imports)
+                src = re.sub(r"^(from sentcl\.catalog import [^\n]*experiment_session[^\n]*)$", rf"\1\n{IMPORT}", src,
+                             count=1, flags=re.M)
             if src != cell.source: cell.source, changed = src, True
     return changed
 
