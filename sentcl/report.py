@@ -297,8 +297,14 @@ def run_precision(doc:dict) -> dict:
     "{'training': ..., 'evaluation': ...} a results document ran at; older documents: read from their runs."
     if doc.get("precision"): return doc["precision"]
     ev = sorted({r["eval"].get("settings", {}).get("precision") or "fp32" for r in doc["runs"]})
-    tr = sorted({(r.get("train") or {}).get("precision") or f"{r['describe']['precision']} (resolved value not recorded)"
-                 for r in doc["runs"] if r["method"] is not None})
+    # 'auto' training beside 'auto' evaluation resolved on the same machine in the same session: the same answer
+    same = len(ev) == 1 and get_preset(doc["preset"]).eval_precision == "auto"
+    def trained(r):
+        asked = r["describe"]["precision"]
+        if (r.get("train") or {}).get("precision"): return r["train"]["precision"]
+        return f"{ev[0]} (auto, as its evaluation resolved)" if asked == "auto" and same else \
+            f"{asked} (resolved value not recorded)"
+    tr = sorted({trained(r) for r in doc["runs"] if r["method"] is not None})
     return {"training": ", ".join(tr) or None, "evaluation": ", ".join(ev) or None}
 
 def setting_differences(base:dict, other:dict) -> list[str]:
