@@ -12,21 +12,17 @@ from .core import SentclError, atomic_write
 from .paper_numbers import load_published
 
 # %% auto #0
-__all__ = ['BASELINE_CITATIONS', 'METHOD_PAPERS', 'method_citation', 'model_card', 'write_model_card']
+__all__ = ['BASELINE_CITATIONS', 'method_citation', 'model_card', 'write_model_card']
 
 # %% ../nbs/08d_cards.ipynb #089d17bd
 BASELINE_CITATIONS = {
     "sbert": "Reimers and Gurevych, Sentence-BERT: Sentence Embeddings using Siamese BERT-Networks, EMNLP 2019",
     "simcse": "Gao, Yao and Chen, SimCSE: Simple Contrastive Learning of Sentence Embeddings, EMNLP 2021",
 }
-METHOD_PAPERS = {"pairsupcon": "pairsupcon", "pairsupcon-instdisc": "pairsupcon",
-                 "pairsupcon-classification": "pairsupcon", "supcon": "liao", "sbert-augment": "liao",
-                 "sncse": "sncse", "declutr": "declutr", "sbert": "sbert", "simcse-unsup": "simcse",
-                 "simcse-sup": "simcse"}
-
 def method_citation(method:str) -> str:
-    "The paper a method (or the baseline it is) comes from, as one line."
-    paper = METHOD_PAPERS.get(method)
+    "The paper a method (or the baseline it is) comes from, as one line: the method class's own `paper`."
+    from sentcl.methods import METHODS
+    paper = getattr(METHODS.get(method), "paper", None) or None
     if paper in BASELINE_CITATIONS: return BASELINE_CITATIONS[paper]
     if paper is None: return "(no paper recorded for this method)"
     d = load_published(paper)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from .core import SentclError
 from .data import SAMPLES_DIR
-from .eval import averages, resolve_tasks, task_kind
+from .eval import STS_SUBSET_TASKS, averages, resolve_tasks, task_kind
 from .methods import get_method
 from .negation import SNCSE_ANCHOR_TEMPLATE
 from .experiments import (ALL_PRESETS, CPU_CLUSTERING_SETS, CPU_TRANSFER_SETS, Arm, Contrast, Experiment,
@@ -438,7 +438,7 @@ DECLUTR_OBJECTIVES = (
 )
 
 # %% ../nbs/13a_catalog.ipynb #9dba787d
-_STS5 = ("sts12", "sts13", "sts14", "sts15", "sts16")
+_STS5 = STS_SUBSET_TASKS
 _BOTH = ("sts", "transfer")
 DECLUTR = (
     Experiment("declutr-table1", "declutr", ("tableS3_downstream", "table1_senteval", "tableS4_probing"),

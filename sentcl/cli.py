@@ -99,7 +99,8 @@ def parse_sets(items:list[str]) -> dict:
 # %% ../nbs/11_cli.ipynb #cc6e8a2a
 def add_train_arguments(p:argparse.ArgumentParser):
     from sentcl.train import PRESETS
-    p.add_argument("method", help="a method of sentcl.methods, e.g. pairsupcon, supcon, sncse, declutr, simcse-unsup")
+    from sentcl.methods import METHODS
+    p.add_argument("method", help="a method of sentcl.methods: " + ", ".join(sorted(METHODS)))
     p.add_argument("--model", default=None,
                    help="'default', 'tiny', a local folder or a hub id "
                         "(default: the paper's model; cpu-smoke: 'default')")
@@ -139,13 +140,14 @@ def train_request(args:argparse.Namespace) -> tuple:
 # %% ../nbs/11_cli.ipynb #d3f03925
 def run_train(args) -> int:
     "Train one method run, or with --show-config print its resolved config and run options."
+    from sentcl.eval import sts_dev
     from sentcl.train import resolve, run_record, train
     method, overrides, options = train_request(args)
     if args.show_config:
         config, options = resolve(method, overrides, options)
         print(json.dumps(run_record(method, config, options), indent=2, default=str))
         return 0
-    summary = train(method, overrides, options)
+    summary = train(method, overrides, options, make_dev_eval=sts_dev)
     print(json.dumps(summary, indent=2))
     return 0
 
@@ -162,7 +164,8 @@ def add_eval_arguments(p:argparse.ArgumentParser, # the parser (or subparser) to
                    help="a data folder in the sentcl layout (default: $SENTCL_DATA, else the dataset hub)")
     p.add_argument("--out", default=None, help="write the results JSON here")
     p.add_argument("--batch-size", type=at_least(1), default=64, help="encoding batch size")
-    p.add_argument("--protocol", default="senteval", choices=("senteval", "pairsupcon", "sncse"),
+    from sentcl.eval import PROTOCOLS
+    p.add_argument("--protocol", default="senteval", choices=list(PROTOCOLS),
                    help="the paper script to follow: senteval (SimCSE, DeCLUTR, Liao: no truncation), pairsupcon "
                    "(64 tokens), sncse (' .' appended, no truncation); see sentcl.eval.PROTOCOLS")
     p.add_argument("--max-length", type=at_least(1), default=None,

@@ -179,7 +179,7 @@ def enqueue(self:MemoryBank, rows:Tensor): # (k, d)
 # %% ../nbs/07g_declutr.ipynb #89c396f0
 class DeCLUTR(Method):
     "DeCLUTR: NT-Xent between MLM-masked anchor spans and their averaged positive spans, plus the MLM loss."
-    name, view, Config, aux_name = "declutr", "spans", DeCLUTRConfig, "mlm"
+    name, view, Config, aux_name, paper = "declutr", "spans", DeCLUTRConfig, "mlm", "declutr"
 
     def build_heads(self, dim):
         cfg, model = self.config, self.encoder.model

@@ -29,7 +29,7 @@ from .checkpoints import CHECKPOINT, PREVIOUS, load_checkpoint
 from .costs import cost_columns
 from .core import SentclError, default, git_commit, package_versions, write_json
 from .data import SAMPLES_LABEL, TRANSFER_SETS, with_data_folder
-from .eval import evaluate
+from .eval import STS_SUBSET_TASKS, evaluate, sts_dev
 from .method_base import MethodConfig
 from .methods import get_method
 from .paper_numbers import PAPERS, load_published
@@ -416,7 +416,7 @@ def _resumable(folder:Path, log) -> bool:
 
 def _train(run:Run, options:RunOptions, processes:int) -> dict:
     "One call of `sentcl.train.train` for `run`, in this process or over `processes` DDP processes."
-    if processes <= 1: return train(run.method, run.overrides, options)
+    if processes <= 1: return train(run.method, run.overrides, options, make_dev_eval=sts_dev)
     proc = subprocess.run(torchrun_command(run.method, run.overrides, options, processes))
     if proc.returncode:
         raise SentclError(f"{run.key}: training over {processes} processes (torchrun) exited with status "
@@ -455,9 +455,10 @@ def _update_card(run:Run, doc:dict):
 def _device() -> str: return "cuda" if torch.cuda.is_available() else "cpu"
 
 def evaluated_as_planned(run:Run, settings:dict) -> bool:
-    "Whether an evaluation's `settings` are what `run` asks for now: its tasks, at its precision ('auto' resolved)."
+    ("Whether an evaluation's `settings` are what `run` asks for now: its tasks, at its precision ('auto' resolved), "
+     "with the vectors' normalisation recorded (older evaluations predate the model's own Normalize and are redone).")
     wanted = resolve_precision(run.eval_options.get("precision", "fp32"), _device())
-    return settings.get("tasks") == run.tasks and settings.get("precision") == wanted
+    return settings.get("tasks") == run.tasks and settings.get("precision") == wanted and "normalize" in settings
 
 def evaluate_run(run:Run, log=print) -> dict:
     "Evaluate `run`'s model (its trained folder, or the untrained model) unless its eval.json is complete."
@@ -501,7 +502,7 @@ def measured_value(evaluation:dict, # the `eval` entry of a run record (tasks, a
     if value is None and stand_ins and column in stand_ins: return _measured(evaluation, stand_ins[column], aggregation)
     return value
 
-_TASK_MEANS = {"sts5": ("sts12", "sts13", "sts14", "sts15", "sts16"),  # Liao's STS average: STS12-16 only
+_TASK_MEANS = {"sts5": STS_SUBSET_TASKS,  # Liao's STS average: STS12-16 only
                "transfer8": (*TRANSFER_SETS, "sst5"),  # Liao's transfer average: the seven tasks and SST-5
                "clustering3_acc": CPU_CLUSTERING_SETS,  # the CPU study's clustering mean (accuracy, NMI)
                "transfer2": CPU_TRANSFER_SETS,  # and its transfer mean

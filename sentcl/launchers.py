@@ -10,7 +10,6 @@ import contextlib
 import dataclasses
 import math
 import os
-import pickle
 import re
 import shlex
 import socket
@@ -21,7 +20,7 @@ from pathlib import Path
 
 from fastcore.basics import patch
 
-from .core import SentclError
+from .core import SentclError, write_json
 from .parameters import plan_arguments
 
 try: import tomllib
@@ -32,9 +31,9 @@ __all__ = ['LAUNCHERS', 'SCALAR_OPTIONS', 'CLUSTER_FILE', 'ENV_PREFIX', 'SUBMITI
            'parse_mem', 'ClusterOptions', 'read_cluster_file', 'environment_settings', 'cluster_options',
            'executor_parameters', 'submitit_folder', 'sbatch_script', 'make_executor', 'stop_descendants',
            'ExperimentJob', 'checkpoint_step', 'TrainingJob', 'slurm_state_kind', 'job_state', 'job_paths', 'log_tail',
-           'job_outcome', 'training_order', 'waves', 'run_on_scheduler', 'experiment_state', 'batch_status',
-           'wave_scripts', 'job_plan', 'add_launcher_arguments', 'cluster_overrides', 'add_status_parser', 'run_status',
-           'run_job_plan']
+           'outcome_path', 'job_outcome', 'training_order', 'waves', 'run_on_scheduler', 'experiment_state',
+           'batch_status', 'wave_scripts', 'job_plan', 'add_launcher_arguments', 'cluster_overrides',
+           'add_status_parser', 'run_status', 'run_job_plan']
 
 # %% ../nbs/13d_launchers.ipynb #70a5c6fa
 LAUNCHERS = ("local", "slurm", "submitit-local")
@@ -239,8 +238,12 @@ class ExperimentJob:
 def __call__(self:ExperimentJob) -> dict:
     "Run the notebook (`sentcl.runner.run_one`); whatever happens, nothing it started outlives the job."
     from sentcl.runner import run_one
+    import submitit
     print(f"sentcl: experiment {self.name} (preset {self.preset}) on {socket.gethostname()}", flush=True)
-    try: return run_one(self.name, self.preset, Path(self.out), self.parameters, self.notebooks, self.environment())
+    try:
+        rec = run_one(self.name, self.preset, Path(self.out), self.parameters, self.notebooks, self.environment())
+        write_json(outcome_path(self.out, submitit.JobEnvironment().job_id), rec)  # JSON: read back without pickle
+        return rec
     finally: stop_descendants()
 
 # %% ../nbs/13d_launchers.ipynb #04ce83e5
@@ -332,16 +335,20 @@ def log_tail(path, lines:int=5) -> list[str]:
     return [l.rstrip() for l in text.splitlines() if l.strip()][-lines:]
 
 # %% ../nbs/13d_launchers.ipynb #d364ce59
+def outcome_path(out, job_id:str) -> Path:
+    "Where job `job_id` leaves its notebook's record, as JSON (submitit's own result is a pickle: never read)."
+    return submitit_folder(out)/f"{job_id}_outcome.json"
+
 def job_outcome(out, job_id:str, since:float=0.0, detail:str="") -> dict:
     "What job `job_id` ended with: its notebook's record, or failed with why and the last lines of its log."
-    paths = job_paths(out, job_id)
-    res = paths.result_pickle
-    if res.is_file() and res.stat().st_mtime >= since - 1:  # not a file of an earlier job with a reused id
-        with open(res, "rb") as f: kind, value = pickle.load(f)  # written by submitit in this batch
-        if kind == "success" and isinstance(value, dict): return value
-        lines = [l for l in str(value).strip().splitlines() if l.strip()]
-        return {"status": "failed", "error": f"job {job_id}: {(lines or ['the job raised'])[-1].strip()[:300]}",
-                "log_tail": log_tail(paths.stderr) or lines[-5:]}
+    from sentcl.experiments import read_json
+    paths, res = job_paths(out, job_id), outcome_path(out, job_id)
+    rec = read_json(res) if res.is_file() and res.stat().st_mtime >= since - 1 else None  # not an earlier job's
+    if isinstance(rec, dict) and rec.get("status"): return rec
+    if paths.result_pickle.is_file() and paths.result_pickle.stat().st_mtime >= since - 1:  # it ended by raising
+        tail = log_tail(paths.stderr)
+        return {"status": "failed", "error": f"job {job_id}: {(tail or ['the job raised'])[-1].strip()[:300]}",
+                "log_tail": tail}
     why = f"scheduler: {detail}; " if detail else ""
     return {"status": "failed", "log_tail": log_tail(paths.stderr),
             "error": f"job {job_id} ended without a result ({why}killed, cancelled, out of memory or a node failure); "

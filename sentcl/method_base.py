@@ -183,6 +183,7 @@ class Method(nn.Module):
     "Base class: an encoder, its heads, how a batch becomes a loss, and the paper's defaults."
     name:str = "" # registry name
     view:str = "" # the `sentcl.views` view whose batches this method consumes
+    paper:str = "" # where it comes from: a key of `sentcl.paper_numbers.PAPERS` or of `sentcl.cards.BASELINE_CITATIONS`
     Config = MethodConfig # the paper's defaults
     aux_name:str = "aux" # name of the auxiliary loss `encode_inputs` may return
     slice_inputs = staticmethod(slice_inputs)

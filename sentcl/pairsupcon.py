@@ -40,7 +40,7 @@ class PairSupConConfig(MethodConfig):
 # %% ../nbs/07c_pairsupcon.ipynb #6e2b0e9f
 class PairSupCon(Method):
     "PairSupCon: pairwise entailment/contradiction classifier plus hard-negative instance discrimination."
-    name, view, Config = "pairsupcon", "pairs", PairSupConConfig
+    name, view, Config, paper = "pairsupcon", "pairs", PairSupConConfig, "pairsupcon"
     terms = ("classification", "instance") # which objectives this variant trains
 
     def build_heads(self, dim):

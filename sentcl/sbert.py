@@ -39,7 +39,7 @@ class SBERTConfig(MethodConfig):
 # %% ../nbs/07b_sbert.ipynb #ff1098a4
 class SBERT(Method):
     "SBERT baseline: 3-way NLI softmax classifier on [u; v; |u - v|]."
-    name, view, Config = "sbert", "nli3", SBERTConfig
+    name, view, Config, paper = "sbert", "nli3", SBERTConfig, "sbert"
 
     def build_heads(self, dim): self.classifier = nn.Linear(3 * dim, 3)
 

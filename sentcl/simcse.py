@@ -43,7 +43,7 @@ class SimCSEUnsupConfig(MethodConfig):
 
 class SimCSEUnsup(Method):
     "Unsupervised SimCSE: two dropout views of each sentence, InfoNCE on [CLS] + MLP (MLP in training only)."
-    name, view, Config = "simcse-unsup", "dropout", SimCSEUnsupConfig
+    name, view, Config, paper = "simcse-unsup", "dropout", SimCSEUnsupConfig, "simcse"
 
     def build_heads(self, dim): self.mlp = tanh_mlp(self.encoder, dim)
 
@@ -78,7 +78,7 @@ class SimCSESupConfig(MethodConfig):
 # %% ../nbs/07e_simcse.ipynb #660f9ede
 class SimCSESup(Method):
     "Supervised SimCSE: NLI triplets, InfoNCE with contradictions as hard negatives, [CLS] + MLP (kept at eval)."
-    name, view, Config = "simcse-sup", "triplets", SimCSESupConfig
+    name, view, Config, paper = "simcse-sup", "triplets", SimCSESupConfig, "simcse"
 
     def build_heads(self, dim):
         if self.config.reinit_pooler:

@@ -52,7 +52,7 @@ class SNCSEConfig(MethodConfig):
 # %% ../nbs/07f_sncse.ipynb #397260a7
 class SNCSE(Method):
     "SNCSE: [MASK]-prompt embeddings, InfoNCE against the positive plus a bidirectional margin loss on the negation."
-    name, view, Config = "sncse", "negation", SNCSEConfig
+    name, view, Config, paper = "sncse", "negation", SNCSEConfig, "sncse"
 
     def build_heads(self, dim):
         if self.config.negation_role not in NEGATION_ROLES:

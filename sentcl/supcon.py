@@ -58,7 +58,7 @@ def _global_max(n:int, device) -> int:
 # %% ../nbs/07d_supcon.ipynb #11b271b4
 class LiaoMethod(Method):
     "What Liao's methods share: the premise-group view, padding as the released batches, the 3-way linear classifier."
-    view = "premise_groups"
+    view, paper = "premise_groups", "liao"
 
     def build_heads(self, dim):
         hidden = self.config.classifier_hidden
