@@ -82,11 +82,7 @@ def cpu_smoke_overrides(method:str) -> dict:
     o = {"model": "default", "batch_size": 32, "max_length": 32, "eval_every": None, "select_on_dev": False,
          "epochs": 1}
     o["corpus"] = DEFAULT_CORPUS[VIEWS[get_method(method).view].corpus]  # the samples' corpus of the view's kind
-    if method == "declutr":
-        o.update(batch_size=2, max_length=64,
-                 view_kwargs={"num_anchors": 2, "num_positives": 2, "min_span": 8, "max_span": 32})
-    if method == "sbert": o.update(batch_size=16)
-    return o
+    return {**o, **get_method(method).Config.small_scale("cpu-smoke")}  # a method's own, on its config class
 
 # what a data folder has offline
 CPU_CORPORA = {"nli": "snli:dev+test", "sentences": "wiki1m", "documents": "documents"}
@@ -95,10 +91,7 @@ def cpu_overrides(method:str) -> dict:
     "Method-config overrides of the `cpu` preset: the offline `default` model, batches that two CPU cores train."
     o = {"model": "default", "batch_size": 64, "max_length": 32, "eval_every": None, "select_on_dev": False,
          "epochs": 1, "corpus": CPU_CORPORA[VIEWS[get_method(method).view].corpus]}
-    if method == "declutr":
-        o.update(batch_size=4, max_length=128,
-                 view_kwargs={"num_anchors": 2, "num_positives": 2, "min_span": 16, "max_span": 128})
-    return o
+    return {**o, **get_method(method).Config.small_scale("cpu")}  # a method's own, on its config class
 
 PRESETS = {"paper": Preset(), "cpu": Preset(cpu_overrides),
            "cpu-smoke": Preset(cpu_smoke_overrides, {"max_steps": 40, "data_dir": SAMPLES_LABEL})}
