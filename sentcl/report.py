@@ -281,7 +281,8 @@ def compare_results(base:dict, # {experiment: results document}, e.g. `collect_r
             seeds = [s for s in va if s in vb]
             if not seeds: continue
             x, y = np.array([va[s] for s in seeds]), np.array([vb[s] for s in seeds])
-            std = float(np.std(x, ddof=1)) if len(x) > 1 else 0.0
+            every = np.array(list(va.values()))  # the base's spread over all its seeds, when the rerun has fewer
+            std = float(np.std(every, ddof=1)) if len(every) > 1 else 0.0
             delta = float(y.mean() - x.mean())
             rows.append({"experiment": name, "arm": arm, "column": column, "seeds": len(seeds),
                          "base": round(float(x.mean()), 4), "base std": round(std, 4),
