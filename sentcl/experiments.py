@@ -276,7 +276,9 @@ def _reference_run(exp:Experiment, arm:Arm, preset:ExperimentPreset, folder:Path
                {**_eval_options(exp, preset), **extra, "data_dir": data_dir}, str(folder), None)
 
 # %% ../nbs/13_experiments.ipynb #c18e270c
-def rehearsal_run(run:Run, root:Path) -> Run:
+def rehearsal_run(run:Run, root:Path,
+                  interrupt:bool=True, # train REHEARSAL_STEPS steps, stopped after the first and resumed; else one step
+                 ) -> Run:
     "`run` as the rehearsal runs it, its stand-ins under `root` (the batch's `_rehearsal` folder)."
     paper_model = run.model if run.method is None else run.config.model
     model = str(rehearsal_model_folder(paper_model, root))
@@ -285,7 +287,7 @@ def rehearsal_run(run:Run, root:Path) -> Run:
         return dataclasses.replace(run, model=model, eval_options=ev, rehearsal_of=paper_model)
     c = run.config
     over = {**run.overrides, "model": model, **({"eval_every": 1} if c.select_on_dev else {})}
-    options = dataclasses.replace(run.options, max_steps=REHEARSAL_STEPS, save_every=1, out="",
+    options = dataclasses.replace(run.options, max_steps=REHEARSAL_STEPS if interrupt else 1, save_every=1, out="",
                                   mini_batch_size=REHEARSAL_MINI_BATCH if c.batch_size > REHEARSAL_MINI_BATCH else None)
     config, options = resolve(run.method, over, options)
     folder = Path(run.train_folder).parent/f"{run.method}-{training_key(run.method, config, options)}"
@@ -325,7 +327,9 @@ def plan_runs(exp:Experiment, # the experiment
             runs.append(_train_run(exp, arm, p, seed, folder, store, model, data_dir, steps, batch_size, precision))
     if rehearse and preset != "paper":
         raise SentclError(f"rehearse=True rehearses the paper preset, not {preset!r}: use --preset paper --rehearse")
-    return [rehearsal_run(r, out.parent/"_rehearsal") for r in runs] if rehearse else runs
+    if not rehearse: return runs
+    first = next((r for r in runs if r.method is not None), None)  # interrupted and resumed; the others: one step
+    return [rehearsal_run(r, out.parent/"_rehearsal", interrupt=r is first) for r in runs]
 
 # %% ../nbs/13_experiments.ipynb #290aebb6
 def read_json(path, # a JSON file sentcl wrote (results.json, batch.json, eval.json, summary.json)
@@ -432,7 +436,7 @@ def train_run(run:Run, log=print,
     with TrainingLock(folder, log):
         if done := _finished(folder, log): return done  # trained while we waited
         resume = _resumable(folder, log)
-        if run.rehearsal_of and not resume:  # the rehearsal interrupts every training once and resumes it
+        if run.rehearsal_of and run.options.max_steps > 1 and not resume:  # interrupted once, then resumed
             _train(run, dataclasses.replace(run.options, stop_after=1), processes)
             log(f"  rehearsal: {run.key} stopped after step 1; resuming from its checkpoint")
             resume = True

@@ -20,8 +20,8 @@ __all__ = ['REHEARSAL_LAYERS', 'REHEARSAL_STEPS', 'REHEARSAL_MINI_BATCH', 'RELEA
            'rehearsal_config', 'rehearsal_model_folder', 'write_rehearsal_model', 'prepare_rehearsal']
 
 # %% ../nbs/13h_rehearsal.ipynb #c0a8c089
-REHEARSAL_LAYERS = 2  # of each encoder's layers
-REHEARSAL_STEPS = 2  # training steps: interrupted after the first, resumed for the second
+REHEARSAL_LAYERS = 1  # of each encoder's layers
+REHEARSAL_STEPS = 2  # an experiment's first training: interrupted after step 1, resumed for step 2; the others: 1 step
 REHEARSAL_MINI_BATCH = 32  # gradient caching's chunk: the paper's batch, computed 32 examples at a time
 RELEASED_BASES = {  # checkpoints the paper preset evaluates as they are: the architecture they were trained from
     "sentence-transformers/bert-base-nli-mean-tokens": "bert-base-uncased",

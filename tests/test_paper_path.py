@@ -9,6 +9,7 @@ from safetensors.torch import load_file
 
 from sentcl.catalog import get_experiment
 from sentcl.experiments import plan_runs, train_run
+from sentcl.rehearsal import REHEARSAL_LAYERS
 
 
 def _weights(folder: Path) -> dict:
@@ -63,7 +64,16 @@ def test_the_paper_path_rehearses_one_experiment_per_paper(tmp_path):
     log = (out/"liao-table2"/"log.txt").read_text()
     assert "stopped after step 1; resuming from its checkpoint" in log and "weights random" in log
     facts = json.loads((out/"_rehearsal"/"models"/"distilroberta-base"/"rehearsal.json").read_text())
-    assert facts["layers"] == "2 of 6" and "stand-in" in facts["tokenizer"]
+    assert facts["layers"] == f"{REHEARSAL_LAYERS} of 6" and "stand-in" in facts["tokenizer"]
     report = write_report(out, tmp_path/"report").read_text()
     rows = [l for l in report.splitlines() if l.startswith("| ") and "rehearsed" in l]
     assert len(rows) >= len(REHEARSED) and "failed" not in report
+
+
+def test_a_rehearsal_interrupts_an_experiments_first_training_and_steps_the_others_once(tmp_path):
+    "Each training is rehearsed at the paper's shape; only the first is interrupted and resumed (2 steps)."
+    runs = plan_runs(get_experiment("pairsupcon-table5"), "paper", tmp_path/"pairsupcon-table5", rehearse=True)
+    trained = [r for r in runs if r.method is not None]
+    assert len(trained) >= 2
+    assert [r.options.max_steps for r in trained] == [2] + [1] * (len(trained) - 1)
+    assert all(r.config.batch_size == 1024 and r.options.mini_batch_size for r in trained)  # the paper's batch, cached
