@@ -441,7 +441,10 @@ def train_run(run:Run, log=print,
             log(f"  rehearsal: {run.key} stopped after step 1; resuming from its checkpoint")
             resume = True
         log(f"  train {run.key}: {run.method} on {run.describe()['data']}{' (resuming)' if resume else ''}")
-        return _train(run, dataclasses.replace(run.options, resume=resume), processes)
+        summary = _train(run, dataclasses.replace(run.options, resume=resume), processes)
+    if run.rehearsal_of and summary.get("finished"):  # resume was checked; a batch of 139 would keep ~100 GB
+        for n in (CHECKPOINT, PREVIOUS): (folder/n).unlink(missing_ok=True)
+    return summary
 
 # %% ../nbs/13_experiments.ipynb #7561e91c
 def _update_card(run:Run, doc:dict):

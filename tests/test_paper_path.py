@@ -61,6 +61,7 @@ def test_the_paper_path_rehearses_one_experiment_per_paper(tmp_path):
         assert experiment_done(out/name, "paper", rehearse=True)
     ce = next(r for r in json.loads((out/"liao-table2"/"results.json").read_text())["runs"] if r["arm"] == "ce")
     assert ce["train"]["finished"] and ce["train"]["step"] == 2
+    assert not list((out/"_train").rglob("checkpoint*.pt"))  # a finished rehearsal drops its checkpoints
     log = (out/"liao-table2"/"log.txt").read_text()
     assert "stopped after step 1; resuming from its checkpoint" in log and "weights random" in log
     facts = json.loads((out/"_rehearsal"/"models"/"distilroberta-base"/"rehearsal.json").read_text())
