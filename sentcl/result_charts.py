@@ -12,7 +12,7 @@ from .analysis import check_columns
 from .plots import FigureResult, new_figure, palette, plot_style
 
 # %% auto #0
-__all__ = ['measured_chart', 'status_colour', 'contrast_chart']
+__all__ = ['measured_chart', 'status_colour', 'contrast_chart', 'dose_table', 'dose_chart']
 
 # %% ../nbs/10a_result_charts.ipynb #29c9f4ba
 def measured_chart(rows:pd.DataFrame, # measured rows: label (or arm), column, mean, std, paper
@@ -78,3 +78,44 @@ def contrast_chart(contrasts:pd.DataFrame, # contrast rows: better, worse, colum
         ax.set_yticks(y, names); ax.set_xlabel("paired difference (points)"); ax.legend(frameon=False)
         if title: fig.suptitle(title)  # centred on the figure: over the panel alone a long title is cut
     return FigureResult(fig, c)
+
+# %% ../nbs/10a_result_charts.ipynb #34e9a742
+def dose_table(scores:pd.DataFrame, # one row per run: arm, seed and measured columns (`ExperimentSession.scores`)
+               doses:dict, # arm -> its dose (e.g. the BML weight); other arms are left out
+               columns, # the measured columns to gather
+              ) -> pd.DataFrame:
+    "Per column and dose: mean and std over seeds, their number, and the values seed by seed."
+    check_columns(scores, ["arm", "seed", *columns], "dose_table scores")
+    runs = scores[scores["arm"].isin(doses)].assign(dose=lambda d: d["arm"].map(doses))
+    long = runs.melt(id_vars=["dose", "arm", "seed"], value_vars=list(columns), var_name="column")
+    long = long.assign(value=pd.to_numeric(long["value"], errors="coerce")).dropna(subset=["value"])
+    g = long.sort_values("seed").groupby(["column", "dose", "arm"], sort=False)["value"]
+    out = g.agg(mean="mean", std="std", seeds="count", values=list).reset_index()
+    return out.sort_values(["column", "dose"], key=lambda c: c.map(list(columns).index) if c.name == "column" else c,
+                           ignore_index=True)
+
+# %% ../nbs/10a_result_charts.ipynb #e2bd13fd
+def dose_chart(table:pd.DataFrame, # `dose_table` rows: column, dose, mean, std, values
+               dose_name:str, # the x axis, e.g. "BML weight λ"
+               title:str|None=None,
+               reference:dict|None=None, # column -> a horizontal line (e.g. the untrained model's score)
+              ) -> FigureResult:
+    "One panel per column: each seed (dots) and the mean ± std (line) against the dose, on a log axis with 0 kept."
+    check_columns(table, ["column", "dose", "mean", "std", "values"], "dose_chart rows")
+    if table.empty: raise ValueError("dose_chart: no dose was measured")
+    columns, doses = list(dict.fromkeys(table["column"])), sorted(set(table["dose"]))
+    smallest = min((d for d in doses if d > 0), default=1.0)
+    with plot_style():
+        fig, axes = new_figure(1, len(columns), panel_size=(3.4, 3.0))
+        for ax, col in zip(axes.flat, columns):
+            sub = table[table["column"] == col].sort_values("dose")
+            ax.errorbar(sub["dose"], sub["mean"], yerr=sub["std"].fillna(0), fmt="-o", capsize=3, color="#2166ac")
+            for d, vals in zip(sub["dose"], sub["values"]):
+                ax.plot([d] * len(vals), vals, ".", color="grey", alpha=0.7)
+            if reference and col in reference:
+                ax.axhline(reference[col], color="grey", lw=0.8, ls="--", label="untrained")
+                ax.legend(frameon=False)
+            ax.set_xscale("symlog", linthresh=smallest)  # dose 0 sits at 0, the others a decade apart
+            ax.set_xlabel(dose_name); ax.set_title(col)
+        if title: fig.suptitle(title)
+    return FigureResult(fig, table)
