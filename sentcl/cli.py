@@ -21,15 +21,20 @@ from .precision import PRECISIONS
 
 # %% auto #0
 __all__ = ['CONFIG_FLAGS', 'DEMO_TASKS', 'EXPERIMENT_PRESET_NAMES', 'EXPERIMENT_PARAMETERS', 'OneLineParser', 'at_least',
-           'check_output_file', 'add_encode_arguments', 'run_encode', 'parse_sets', 'add_train_arguments',
-           'train_request', 'run_train', 'add_eval_arguments', 'run_eval', 'loss_curve', 'run_demo', 'parse_parameters',
-           'add_experiments_arguments', 'run_experiments', 'build_parser', 'main']
+           'check_output_file', 'add_encode_arguments', 'read_sentences', 'run_encode', 'parse_sets',
+           'add_train_setup_arguments', 'add_train_loop_arguments', 'add_train_arguments', 'train_request', 'run_train',
+           'add_eval_input_arguments', 'add_eval_vector_arguments', 'add_eval_scoring_arguments', 'add_eval_arguments',
+           'run_eval', 'add_demo_arguments', 'loss_curve', 'before_after_table', 'run_demo', 'parse_parameters',
+           'add_experiment_selection', 'add_batch_arguments', 'add_execution_arguments', 'add_experiments_arguments',
+           'wide_tables', 'compare_batches', 'print_dry_run', 'batch_outcome', 'run_experiment_batch',
+           'run_experiments', 'build_parser', 'main']
 
 # %% ../nbs/11_cli.ipynb #5beefe6b
 class OneLineParser(argparse.ArgumentParser):
     "argparse with its errors on one line: `sentcl train: error: ... (see sentcl train --help)`, exit status 2."
     def error(self, message): self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
+# %% ../nbs/11_cli.ipynb #ce537e41
 def at_least(n:int): # the smallest value allowed
     "An argparse type: an integer ≥ `n`."
     def integer(text:str) -> int:
@@ -39,6 +44,7 @@ def at_least(n:int): # the smallest value allowed
         return v
     return integer
 
+# %% ../nbs/11_cli.ipynb #1f2cdbce
 def check_output_file(path, # where a command will write its result
                       flag:str="--out", # the option that named it, for the message
                      ) -> Path:
@@ -55,6 +61,7 @@ def check_output_file(path, # where a command will write its result
 
 # %% ../nbs/11_cli.ipynb #b826b921
 def add_encode_arguments(p:argparse.ArgumentParser):
+    "Add the `sentcl encode` options to `p`."
     p.add_argument("--model", default="default", help="'default', 'tiny', a local folder or a hub id")
     p.add_argument("--in", dest="inp", required=True, help="UTF-8 text file, one sentence per line")
     p.add_argument("--out", required=True, help="output .npy file (float32, one row per input line)")
@@ -66,9 +73,10 @@ def add_encode_arguments(p:argparse.ArgumentParser):
     p.add_argument("--precision", default="fp32", choices=PRECISIONS,
                    help="autocast of the forward passes: fp32 (exact), bf16, fp16 (CUDA) or auto (bf16 where fast)")
 
-def run_encode(args) -> int:
-    "Embed every line of `args.inp` and save the array to `args.out`."
-    src = Path(args.inp)
+# %% ../nbs/11_cli.ipynb #4fb8842d
+def read_sentences(path) -> list[str]:
+    "The lines of the `--in` file, checked before the model loads: a UTF-8 text file, not empty."
+    src = Path(path)
     if not src.is_file(): raise SentclError(f"--in {src}: no such file; give a text file with one sentence per line")
     try: lines = src.read_text(encoding="utf-8").splitlines()
     except UnicodeDecodeError as e:
@@ -76,6 +84,12 @@ def run_encode(args) -> int:
     if not lines: raise SentclError(f"--in {src}: the file is empty; give a text file with one sentence per line")
     if any("\x00" in l for l in lines):
         raise SentclError(f"--in {src}: holds NUL bytes, so it is not a text file; give one sentence per line")
+    return lines
+
+# %% ../nbs/11_cli.ipynb #6cc9fa9a
+def run_encode(args) -> int:
+    "Embed every line of `args.inp` and save the array to `args.out`."
+    lines = read_sentences(args.inp)
     if not str(args.out).endswith(".npy"):
         raise SentclError(f"--out {args.out}: the output is a NumPy array; give a path ending in .npy")
     check_output_file(args.out)
@@ -97,7 +111,8 @@ def parse_sets(items:list[str]) -> dict:
     return out
 
 # %% ../nbs/11_cli.ipynb #cc6e8a2a
-def add_train_arguments(p:argparse.ArgumentParser):
+def add_train_setup_arguments(p:argparse.ArgumentParser):
+    "What `sentcl train` trains and where: the method, its model and data, the preset and the run folder."
     from sentcl.train import PRESETS
     from sentcl.methods import METHODS
     p.add_argument("method", help="a method of sentcl.methods: " + ", ".join(sorted(METHODS)))
@@ -110,6 +125,10 @@ def add_train_arguments(p:argparse.ArgumentParser):
     p.add_argument("--preset", default="paper", choices=list(PRESETS))
     p.add_argument("--data-dir", default=None,
                    help="a data folder in sentcl's layout (default: the hub; cpu-smoke: bundled samples)")
+
+# %% ../nbs/11_cli.ipynb #a13f5f1d
+def add_train_loop_arguments(p:argparse.ArgumentParser):
+    "How `sentcl train` trains: step counts and sizes, precision, checkpoints, config overrides, output."
     for flag, typ in (("--max-steps", int), ("--epochs", float), ("--batch-size", int), ("--mini-batch-size", int),
                       ("--lr", float), ("--seed", int), ("--save-every", int), ("--eval-every", int),
                       ("--stop-after", int)):
@@ -121,6 +140,11 @@ def add_train_arguments(p:argparse.ArgumentParser):
                    help="override a field of the method config")
     p.add_argument("--show-config", action="store_true", help="print the resolved config and run options, and exit")
     p.add_argument("--no-progress", action="store_true")
+
+# %% ../nbs/11_cli.ipynb #b7e6a801
+def add_train_arguments(p:argparse.ArgumentParser):
+    "Add the `sentcl train` options to `p`."
+    add_train_setup_arguments(p); add_train_loop_arguments(p)
 
 # %% ../nbs/11_cli.ipynb #c0d415c2
 # `sentcl train` flags that set a method-config field
@@ -152,9 +176,8 @@ def run_train(args) -> int:
     return 0
 
 # %% ../nbs/11_cli.ipynb #b9601e0f
-def add_eval_arguments(p:argparse.ArgumentParser, # the parser (or subparser) to add the options to
-                      ) -> argparse.ArgumentParser:
-    "Add the `sentcl eval` options to `p`."
+def add_eval_input_arguments(p:argparse.ArgumentParser):
+    "What `sentcl eval` scores, on which tasks and data, and where the results go."
     p.add_argument("--model", default="default",
                    help="'default' (all-MiniLM-L6-v2), 'tiny', a model folder or a hub id")
     p.add_argument("--tasks", default="sts",
@@ -164,6 +187,10 @@ def add_eval_arguments(p:argparse.ArgumentParser, # the parser (or subparser) to
                    help="a data folder in the sentcl layout (default: $SENTCL_DATA, else the dataset hub)")
     p.add_argument("--out", default=None, help="write the results JSON here")
     p.add_argument("--batch-size", type=at_least(1), default=64, help="encoding batch size")
+
+# %% ../nbs/11_cli.ipynb #dde9edee
+def add_eval_vector_arguments(p:argparse.ArgumentParser):
+    "How `sentcl eval` makes the vectors: the paper's protocol, token limit, pooling, prompt and normalisation."
     from sentcl.eval import PROTOCOLS
     p.add_argument("--protocol", default="senteval", choices=list(PROTOCOLS),
                    help="the paper script to follow: senteval (SimCSE, DeCLUTR, Liao: no truncation), pairsupcon "
@@ -180,6 +207,10 @@ def add_eval_arguments(p:argparse.ArgumentParser, # the parser (or subparser) to
     p.add_argument("--normalize", action=argparse.BooleanOptionalAction, default=None,
                    help="L2-normalise the vectors of clustering, transfer and few-shot (--no-normalize: the raw pooled "
                    "vectors); default: as the model outputs them (a folder ending in Normalize: normalised)")
+
+# %% ../nbs/11_cli.ipynb #11da772a
+def add_eval_scoring_arguments(p:argparse.ArgumentParser):
+    "How `sentcl eval` scores: the embedding cache, the transfer protocol's classifier, the encoding precision."
     p.add_argument("--no-cache", action="store_true", help="do not read or write the embedding cache")
     p.add_argument("--kfold", type=at_least(2), default=10,
                    help="folds for the transfer protocols (SentEval: 10 in its test mode, 5 for prototyping)")
@@ -190,6 +221,12 @@ def add_eval_arguments(p:argparse.ArgumentParser, # the parser (or subparser) to
                    "stopping; the published numbers') or scikit-learn's, solved to convergence")
     p.add_argument("--precision", default="fp32", choices=PRECISIONS,
                    help="autocast while encoding: fp32 (exact, the default), bf16, fp16 (CUDA) or auto (bf16 if fast)")
+
+# %% ../nbs/11_cli.ipynb #aad22272
+def add_eval_arguments(p:argparse.ArgumentParser, # the parser (or subparser) to add the options to
+                      ) -> argparse.ArgumentParser:
+    "Add the `sentcl eval` options to `p`."
+    add_eval_input_arguments(p); add_eval_vector_arguments(p); add_eval_scoring_arguments(p)
     return p
 
 # %% ../nbs/11_cli.ipynb #eee77ebe
@@ -211,10 +248,17 @@ def run_eval(args:argparse.Namespace, # parsed `sentcl eval` options
     print(format_table(res))
     return 0
 
+# %% ../nbs/11_cli.ipynb #07ba16f5
+def add_demo_arguments(p:argparse.ArgumentParser):
+    "Add the `sentcl demo` options to `p`."
+    p.add_argument("--model", default="default"); p.add_argument("--out", default="runs/demo")
+    p.add_argument("--steps", type=at_least(1), default=40); p.add_argument("--no-progress", action="store_true")
+
 # %% ../nbs/11_cli.ipynb #a933d62c
 DEMO_TASKS = "stsb,wikitext_topics"
 
 def _demo_scores(model) -> dict:
+    "The demo's three numbers for `model` on the bundled samples."
     from sentcl.data import SAMPLES_DIR
     from sentcl.eval import evaluate
     res = evaluate(model, DEMO_TASKS, data_dir=SAMPLES_DIR, cache=False)["tasks"]
@@ -222,6 +266,7 @@ def _demo_scores(model) -> dict:
             "topics sample (ACC)": res["wikitext_topics"]["acc_mean"],
             "topics sample (NMI)": res["wikitext_topics"]["nmi_mean"]}
 
+# %% ../nbs/11_cli.ipynb #b9ff4608
 def loss_curve(metrics_path, path=None):
     "Plot the training loss (and its terms) from a run's metrics.jsonl; saved as PNG and SVG when `path` is given."
     import pandas as pd
@@ -237,6 +282,15 @@ def loss_curve(metrics_path, path=None):
         if path: save_figure(fig, path)
     return fig
 
+# %% ../nbs/11_cli.ipynb #86fb5c4b
+def before_after_table(before:dict, # score name -> value before training
+                       after:dict, # the same names after training
+                      ) -> str:
+    "The demo's table: one row per score, its value before training and after."
+    rows = [f"{'':28s}{'before':>9s}{'after':>9s}"] + [f"{k:28s}{before[k]:9.2f}{after[k]:9.2f}" for k in before]
+    return "\n".join(rows)
+
+# %% ../nbs/11_cli.ipynb #dfa4c7a3
 def run_demo(args) -> int:
     "Train PairSupCon briefly from `default` on the bundled samples and print a before/after table."
     from sentcl.train import RunOptions, check_run_folder, train
@@ -247,8 +301,7 @@ def run_demo(args) -> int:
     summary = train("pairsupcon", {"model": args.model}, options)
     after = _demo_scores(out/"model")
     fig = loss_curve(out/"metrics.jsonl", out/"loss_curve.png")
-    rows = [f"{'':28s}{'before':>9s}{'after':>9s}"] + [f"{k:28s}{before[k]:9.2f}{after[k]:9.2f}" for k in before]
-    table = "\n".join(rows)
+    table = before_after_table(before, after)
     with atomic_write(out/"before_after.txt") as f: f.write(table + "\n")
     print(f"\nPairSupCon, cpu-smoke preset, {summary['step']} steps from {args.model!r} "
           f"on the bundled SNLI sample ({summary['seconds']} s)\n")
@@ -256,7 +309,7 @@ def run_demo(args) -> int:
     print(f"\nmodel: {out/'model'}\nmetrics: {out/'metrics.jsonl'}\nloss curve: {out/'loss_curve.png'}")
     return 0
 
-# %% ../nbs/11_cli.ipynb #c88a587b
+# %% ../nbs/11_cli.ipynb #7e55a1f7
 EXPERIMENT_PRESET_NAMES = ("paper", "cpu", "cpu-smoke")  # sentcl.experiments.EXPERIMENT_PRESETS, without importing it
 EXPERIMENT_PARAMETERS = tuple(batch_parameters())  # sentcl.parameters: the notebooks' own, less the flags below
 
@@ -269,14 +322,15 @@ def parse_parameters(items:list[str], rehearse:bool=False) -> dict:
                               "(preset, data dir and output folder have their own flags)")
     return {**params, **({"rehearse": True} if rehearse else {})}
 
-def add_experiments_arguments(p:argparse.ArgumentParser):
-    "The `sentcl experiments list | run | status | report | compare` subcommands."
-    sub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
-    ls = sub.add_parser("list", help="one line per experiment")
-    run = sub.add_parser("run", help="execute experiment notebooks with papermill, as a resumable batch")
-    for q in (ls, run):
-        q.add_argument("names", nargs="*", help="experiment names (default: all; under --preset cpu, the CPU study)")
-        q.add_argument("--paper", default=None, help="only this paper's experiments (pairsupcon, liao, sncse, declutr)")
+# %% ../nbs/11_cli.ipynb #e2dc5aa2
+def add_experiment_selection(p:argparse.ArgumentParser):
+    "Which experiments `sentcl experiments list` and `run` take: by name, or one paper's."
+    p.add_argument("names", nargs="*", help="experiment names (default: all; under --preset cpu, the CPU study)")
+    p.add_argument("--paper", default=None, help="only this paper's experiments (pairsupcon, liao, sncse, declutr)")
+
+# %% ../nbs/11_cli.ipynb #a271efe3
+def add_batch_arguments(run:argparse.ArgumentParser):
+    "What a batch of `sentcl experiments run` runs: preset, data, output folder and notebook parameters."
     run.add_argument("--preset", default="cpu-smoke", choices=EXPERIMENT_PRESET_NAMES,
                      help="paper (GPU, hub data), cpu (the small study here), cpu-smoke (pipeline check)")
     run.add_argument("--data-dir", default=None, help="a data folder in sentcl's layout (the cpu preset needs one)")
@@ -286,12 +340,26 @@ def add_experiments_arguments(p:argparse.ArgumentParser):
                           + "; ".join(f"{k} ({h})" for k, h in batch_parameters().items()))
     run.add_argument("--rehearse", action="store_true",
                      help="with --preset paper: every run at the paper's shapes for 2 steps, offline (sentcl.rehearsal)")
+
+# %% ../nbs/11_cli.ipynb #1daea762
+def add_execution_arguments(run:argparse.ArgumentParser):
+    "How `sentcl experiments run` runs its batch: how many at once, again or not, where, or only its plan."
     run.add_argument("--jobs", type=int, default=1, help="notebooks at once (one GPU each where there are enough)")
     run.add_argument("--force", action="store_true", help="rerun experiments whose results are complete")
     run.add_argument("--dry-run", action="store_true", help="print every run the batch would execute, and exit")
     run.add_argument("--notebooks", default=None, help="folder of the experiment notebooks (default: nbs/experiments)")
-    from sentcl.launchers import add_launcher_arguments, add_status_parser  # argparse and paths only, no torch
-    add_launcher_arguments(run); add_status_parser(sub)
+    from sentcl.launchers import add_launcher_arguments  # argparse and paths only, no torch
+    add_launcher_arguments(run)
+
+# %% ../nbs/11_cli.ipynb #c88a587b
+def add_experiments_arguments(p:argparse.ArgumentParser):
+    "The `sentcl experiments list | run | status | report | compare` subcommands."
+    from sentcl.launchers import add_status_parser  # argparse and paths only, no torch
+    sub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    add_experiment_selection(sub.add_parser("list", help="one line per experiment"))
+    run = sub.add_parser("run", help="execute experiment notebooks with papermill, as a resumable batch")
+    add_experiment_selection(run); add_batch_arguments(run); add_execution_arguments(run)
+    add_status_parser(sub)
     rep = sub.add_parser("report", help="write the reproduction report from batch folders")
     rep.add_argument("runs", nargs="+", help="batch folders written by `sentcl experiments run`")
     rep.add_argument("--out", required=True, help="report folder (report.md and its figures)")
@@ -299,59 +367,85 @@ def add_experiments_arguments(p:argparse.ArgumentParser):
     cmp.add_argument("base", help="the batch folder compared against (e.g. the committed results/cpu)")
     cmp.add_argument("other", help="the rerun's batch folder")
 
+# %% ../nbs/11_cli.ipynb #2ffe6e6c
+def wide_tables():
+    "pandas display options for the tables `sentcl experiments` prints: wide rows, every row."
+    import pandas as pd
+    return pd.option_context("display.width", 200, "display.max_colwidth", 60, "display.max_rows", 500)
+
+# %% ../nbs/11_cli.ipynb #54cff97b
+def compare_batches(args) -> int:
+    "`sentcl experiments compare BASE OTHER`: 1 when a mean of OTHER is outside BASE's spread over seeds, else 0."
+    from sentcl.report import collect_results, compare_results, setting_differences
+    problems = {}
+    base, other = collect_results(args.base, problems=problems), collect_results(args.other, problems=problems)
+    for why in problems.values(): print(f"unreadable, left out: {why}")
+    for line in setting_differences(base, other): print(line)
+    table = compare_results(base, other)
+    with wide_tables(): print(table.to_string(index=False))
+    outside, exact = int((~table["within spread"]).sum()), int((table["largest seed difference"] == 0).sum())
+    print(f"\n{len(table) - outside} of {len(table)} arm/column means within {args.base}'s spread over seeds; "
+          f"{exact} identical seed by seed")
+    return int(outside > 0)
+
+# %% ../nbs/11_cli.ipynb #bfa0c37b
+def print_dry_run(plan) -> None:
+    "Every run of a batch's plan (`sentcl.runner.dry_run`) and, when it was estimated, what its training costs."
+    from sentcl import runner
+    with wide_tables(): print(plan.to_string(index=False))
+    print(f"\n{len(plan)} run(s) in {plan['experiment'].nunique()} experiment(s); nothing was executed")
+    cost = plan.attrs.get("cost") or {}
+    if cost.get("estimated"):
+        print(f"cost of the {cost['trainings']} training(s) (each shared one once; {cost['estimated']} estimated): "
+              f"{cost['tokens'] / 1e9:.2f}B tokens, {cost['gpu_hours']:.0f} GPU-hours on an {runner.REFERENCE_GPU.name} "
+              f"at {runner.UTILISATION:.0%} of its peak, peak memory {cost['memory_gb']:.0f} GB "
+              f"({cost['memory_gb_cached']:.0f} GB with gradient caching); see sentcl.costs for the formula")
+
+# %% ../nbs/11_cli.ipynb #25f8d7cf
+def batch_outcome(table, # one row per experiment, with its `status`
+                  out, # the batch folder
+                 ) -> int:
+    "Print a batch's table; the number of experiments that failed (at most 100: an exit status), named on stderr."
+    with wide_tables(): print("\n" + table.to_string(index=False))
+    failed = int((table["status"] == "failed").sum())
+    if failed:
+        print(f"{failed} experiment(s) failed; their executed notebooks and log.txt are in {out}", file=sys.stderr)
+    return min(failed, 100)
+
 # %% ../nbs/11_cli.ipynb #65be3042
+def run_experiment_batch(args) -> int:
+    "`sentcl experiments run`: the batch, or with --dry-run its plan; the exit status is the number of failures."
+    from sentcl import runner
+    from sentcl.launchers import cluster_overrides, run_job_plan
+    params = parse_parameters(args.params, args.rehearse)
+    if params.get("rehearse") and args.preset != "paper":
+        raise SentclError(f"--rehearse rehearses the paper preset, not {args.preset!r}: use --preset paper --rehearse")
+    cluster = cluster_overrides(args)  # the Slurm options: an error with the local launcher
+    if args.dry_run and args.launcher != "local": return run_job_plan(args, params)
+    if args.dry_run:
+        print_dry_run(runner.dry_run(args.names, args.preset, args.data_dir, args.out, args.paper, params))
+        return 0
+    table = runner.run_batch(args.names, args.preset, args.out, args.data_dir, args.paper, params, args.jobs,
+                             args.force, args.notebooks, launcher=args.launcher, cluster=cluster,
+                             wait=not args.no_wait)
+    return batch_outcome(table, args.out)
+
+# %% ../nbs/11_cli.ipynb #8d99705c
 def run_experiments(args) -> int:
     "`sentcl experiments`: list, run (the number of failures is the exit status), status, report or compare."
-    import pandas as pd
-    from sentcl import runner
-    wide = pd.option_context("display.width", 200, "display.max_colwidth", 60, "display.max_rows", 500)
     if args.action == "list":
-        with wide: print(runner.list_experiments(args.names, args.paper).to_string(index=False))
+        from sentcl import runner
+        with wide_tables(): print(runner.list_experiments(args.names, args.paper).to_string(index=False))
         return 0
     if args.action == "report":
         from sentcl.report import write_report
         print(f"report: {write_report(args.runs, args.out)}")
         return 0
-    if args.action == "compare":
-        from sentcl.report import collect_results, compare_results, setting_differences
-        problems = {}
-        base, other = collect_results(args.base, problems=problems), collect_results(args.other, problems=problems)
-        for why in problems.values(): print(f"unreadable, left out: {why}")
-        for line in setting_differences(base, other): print(line)
-        table = compare_results(base, other)
-        with wide: print(table.to_string(index=False))
-        outside, exact = int((~table["within spread"]).sum()), int((table["largest seed difference"] == 0).sum())
-        print(f"\n{len(table) - outside} of {len(table)} arm/column means within {args.base}'s spread over seeds; "
-              f"{exact} identical seed by seed")
-        return int(outside > 0)
+    if args.action == "compare": return compare_batches(args)
     if args.action == "status":
         from sentcl.launchers import run_status
         return run_status(args)
-    params = parse_parameters(args.params, args.rehearse)
-    if params.get("rehearse") and args.preset != "paper":
-        raise SentclError(f"--rehearse rehearses the paper preset, not {args.preset!r}: use --preset paper --rehearse")
-    from sentcl.launchers import cluster_overrides, run_job_plan
-    cluster = cluster_overrides(args)  # the Slurm options: an error with the local launcher
-    if args.dry_run and args.launcher != "local": return run_job_plan(args, params)
-    if args.dry_run:
-        plan = runner.dry_run(args.names, args.preset, args.data_dir, args.out, args.paper, params)
-        with wide: print(plan.to_string(index=False))
-        print(f"\n{len(plan)} run(s) in {plan['experiment'].nunique()} experiment(s); nothing was executed")
-        cost = plan.attrs.get("cost") or {}
-        if cost.get("estimated"):
-            print(f"cost of the {cost['trainings']} training(s) (each shared one once; {cost['estimated']} estimated): "
-                  f"{cost['tokens'] / 1e9:.2f}B tokens, {cost['gpu_hours']:.0f} GPU-hours on an {runner.REFERENCE_GPU.name} "
-                  f"at {runner.UTILISATION:.0%} of its peak, peak memory {cost['memory_gb']:.0f} GB "
-                  f"({cost['memory_gb_cached']:.0f} GB with gradient caching); see sentcl.costs for the formula")
-        return 0
-    table = runner.run_batch(args.names, args.preset, args.out, args.data_dir, args.paper, params, args.jobs,
-                             args.force, args.notebooks, launcher=args.launcher, cluster=cluster,
-                             wait=not args.no_wait)
-    with wide: print("\n" + table.to_string(index=False))
-    failed = int((table["status"] == "failed").sum())
-    if failed:
-        print(f"{failed} experiment(s) failed; their executed notebooks and log.txt are in {args.out}", file=sys.stderr)
-    return min(failed, 100)
+    return run_experiment_batch(args)
 
 # %% ../nbs/11_cli.ipynb #7a63dc31
 def build_parser() -> argparse.ArgumentParser:
@@ -365,13 +459,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("eval", help="evaluate a model on STS, clustering, transfer and few-shot tasks")
     add_eval_arguments(p); p.set_defaults(run=run_eval)
     p = sub.add_parser("demo", help="the main job: a short PairSupCon run from 'default', evaluated before and after")
-    p.add_argument("--model", default="default"); p.add_argument("--out", default="runs/demo")
-    p.add_argument("--steps", type=at_least(1), default=40); p.add_argument("--no-progress", action="store_true")
-    p.set_defaults(run=run_demo)
+    add_demo_arguments(p); p.set_defaults(run=run_demo)
     p = sub.add_parser("experiments", help="paper tables and figures as papermill notebooks: list, run, report")
     add_experiments_arguments(p); p.set_defaults(run=run_experiments)
     return parser
 
+# %% ../nbs/11_cli.ipynb #dd51bcbf
 def main(argv:list[str]=None) -> int:
     "Run `sentcl` with `argv`; user errors (SentclError, ValueError, OSError) print one line and exit with status 2."
     args = build_parser().parse_args(argv)

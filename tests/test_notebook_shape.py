@@ -39,7 +39,7 @@ def test_a_notebook_with_a_known_shape(tmp_path):
 def test_the_model_notebooks_meet_the_bar():
     "The four notebooks of issue 24 item 9 and the ones split from 02_data: median <= 12, >= 80% followed by a test."
     names = ["01_encoders", "01a_st_modules", "07d_supcon", "02_data", "02a_data_layout", "02b_data_hub",
-             "02c_data_tasks", "02d_data_corpora"]
+             "02c_data_tasks", "02d_data_corpora", "11_cli"]
     for n in names:
         s = ns.shape(ROOT/"nbs"/f"{n}.ipynb")
         assert s["median"] <= ns.MEDIAN_BAR and s["share"] >= ns.TESTED_BAR, (n, s)
