@@ -14,8 +14,8 @@ from .data import SAMPLES_DIR
 from .eval import STS_SUBSET_TASKS, averages, resolve_tasks, task_kind
 from .methods import get_method
 from .negation import SNCSE_ANCHOR_TEMPLATE
-from .experiments import (ALL_PRESETS, CPU_CLUSTERING_SETS, CPU_TRANSFER_SETS, Arm, Contrast, Experiment,
-                                ExperimentPreset, ExperimentSession, get_preset, measured_value, plan_runs, published)
+from .experiments import Arm, Contrast, Experiment, ExperimentSession, measured_value, plan_runs, published
+from .presets import ALL_PRESETS, CPU_CLUSTERING_SETS, CPU_TRANSFER_SETS, Preset, get_preset
 from .views import VIEWS
 
 # %% auto #0
@@ -596,7 +596,7 @@ def experiment_session(name:str, **parameters) -> ExperimentSession:
 # %% ../nbs/13a_catalog.ipynb #3ce24c08
 _UNITS = {"nli": "pairs", "sentences": "sentences", "documents": "documents"}  # one example of a view's corpus
 
-def _stand_ins(exp:Experiment, p:ExperimentPreset, tasks:list) -> dict:
+def _stand_ins(exp:Experiment, p:Preset, tasks:list) -> dict:
     "{compared column: the column read in its place} for columns `tasks` do not produce but a stand-in does."
     fake = {t: dict.fromkeys(("all", "mean", "wmean", "spearman", "acc", "acc_mean", "nmi_mean"), 1.0) for t in tasks}
     ev = {"tasks": fake, "avg": averages(fake)}
@@ -606,7 +606,7 @@ def _stand_ins(exp:Experiment, p:ExperimentPreset, tasks:list) -> dict:
             and measured_value(ev, c, stand_ins=p.stand_ins) is not None}
 
 # %% ../nbs/13a_catalog.ipynb #ab1fbea8
-def _plan_facts(exp:Experiment, p:ExperimentPreset) -> dict:
+def _plan_facts(exp:Experiment, p:Preset) -> dict:
     "What `plan_runs` will run for `exp` under `p`: arms, trainings, models, lengths, batches, data and tasks."
     runs = plan_runs(exp, p.name, out=Path("/nonexistent"), data_dir="<data-dir>" if p.needs_data_dir else None)
     trained, tasks = [r for r in runs if r.method is not None], resolve_tasks(exp.tasks[p.name])
@@ -622,13 +622,13 @@ def _plan_facts(exp:Experiment, p:ExperimentPreset) -> dict:
             "train_data": sorted({r.options.train_data or r.config.corpus for r in trained}),
             "tasks": by_kind, "stand_ins": _stand_ins(exp, p, tasks)}
 
-def preset_facts(preset:str, # a key of `EXPERIMENT_PRESETS`
+def preset_facts(preset:str, # a key of `sentcl.presets.PRESETS`
                  experiment:str|None=None, # an experiment: add what its runs under `preset` are
                 ) -> dict:
-    "What `preset` sets, as data (its `ExperimentPreset` fields); with `experiment`, also its planned runs."
+    "What `preset` sets, as data (its `Preset` fields); with `experiment`, also its planned runs."
     p = get_preset(preset)
     facts = {"preset": p.name, "kind": p.kind, "steps": p.max_steps, "model": p.model, "seeds": p.seeds,
-             "batch_cap": p.batch_size, "train_preset": p.train_preset, "precision": p.precision,
+             "batch_cap": p.batch_size, "train_preset": p.name, "precision": p.precision,
              "eval_precision": p.eval_precision, "data_dir": p.data_dir, "needs_data_dir": p.needs_data_dir,
              "corpora": dict(p.corpora), "stand_ins": dict(p.stand_ins), "study": dict(p.study)}
     return facts if experiment is None else {**facts, **_plan_facts(get_experiment(experiment), p)}
@@ -687,7 +687,7 @@ def _arm_words(f:dict) -> str:
     return f"{head}: {count}, {_n(f['trainings'], 'training')}{shared}"
 
 # %% ../nbs/13a_catalog.ipynb #7575683c
-def preset_summary(preset:str, # a key of `EXPERIMENT_PRESETS`
+def preset_summary(preset:str, # a key of `sentcl.presets.PRESETS`
                    experiment:str|None=None, # an experiment: say what its runs are under `preset`
                   ) -> str:
     "One sentence on what `preset` sets, and with `experiment` what its runs are: rendered, never typed."

@@ -113,7 +113,7 @@ def parse_sets(items:list[str]) -> dict:
 # %% ../nbs/11_cli.ipynb #cc6e8a2a
 def add_train_setup_arguments(p:argparse.ArgumentParser):
     "What `sentcl train` trains and where: the method, its model and data, the preset and the run folder."
-    from sentcl.train import PRESETS
+    from sentcl.presets import PRESETS
     from sentcl.methods import METHODS
     p.add_argument("method", help="a method of sentcl.methods: " + ", ".join(sorted(METHODS)))
     p.add_argument("--model", default=None,

@@ -35,74 +35,21 @@ from .methods import get_method
 from .paper_numbers import PAPERS, load_published
 from .parameters import ExperimentParameters, check_parameters, plan_arguments
 from .power import claim_verdict
+from .presets import (ALL_PRESETS, CPU_CLUSTERING_SETS, CPU_STAND_INS, CPU_STUDY, CPU_TRANSFER_SETS, PRESETS,
+                             SAMPLE_STAND_INS, Preset, get_preset, preset_overrides)
 from .precision import machine_facts, resolve_precision
 from .rehearsal import REHEARSAL_MINI_BATCH, REHEARSAL_STEPS, prepare_rehearsal, rehearsal_model_folder
-from .train import CPU_CORPORA, PRESETS, RunOptions, resolve, train
+from .train import RunOptions, resolve, train
 from .views import VIEWS
 
 # %% auto #0
-__all__ = ['CPU_CLUSTERING_SETS', 'CPU_TRANSFER_SETS', 'CPU_STAND_INS', 'CPU_STUDY', 'SAMPLE_STAND_INS', 'EXPERIMENT_PRESETS',
-           'ALL_PRESETS', 'RESULTS_VERSION', 'RESULTS_SCHEMA', 'STAND_IN_WORDS', 'ExperimentPreset', 'get_preset',
-           'published', 'Arm', 'Contrast', 'Experiment', 'Run', 'plan_row', 'arm_overrides', 'training_key',
-           'rehearsal_run', 'plan_runs', 'read_json', 'TrainingLock', 'torchrun_command', 'train_run',
-           'evaluated_as_planned', 'evaluate_run', 'execute_run', 'measured_value', 'check_results', 'measured_rows',
-           'contrast_status', 'contrast_rows', 'select_device', 'ExperimentSession', 'stand_ins_in', 'column_headings']
-
-# %% ../nbs/13_experiments.ipynb #a8363852
-@dataclass(frozen=True)
-class ExperimentPreset:
-    "Where and how big an experiment runs: model, data, length, seeds and precision of every run."
-    name:str
-    train_preset:str # a key of `sentcl.train.PRESETS`: its method-config overrides apply under this preset
-    kind:str # what its numbers are: 'paper setting', 'small study' or 'pipeline check'
-    model:str|None = None # every arm's model; None: each arm's own (the paper's)
-    data_dir:str|None = None # data folder in sentcl's layout; None: the dataset hub
-    needs_data_dir:bool = False # refuse to plan without a data folder
-    max_steps:int|None = None # training steps per run; None: the config's epochs
-    # at most this per run (DeCLUTR counts documents); None: the method config's under `train_preset`
-    batch_size:int|None = None
-    seeds:tuple|None = None # one run per seed; None: each method's own seed, one run
-    precision:str = "fp32" # training precision
-    eval_precision:str = "fp32" # evaluation precision
-    corpora:dict = field(default_factory=dict) # view corpus kind -> `--train-data` spec; missing: the method's own
-    save_every:int|None = None # checkpoint cadence, so that a killed notebook resumes inside a run
-    stand_ins:dict = field(default_factory=dict) # group average -> the sample task that stands in for it
-    study:dict = field(default_factory=dict) # experiment -> its arms: a batch without names runs these (empty: all)
-
-# %% ../nbs/13_experiments.ipynb #615e3a39
-CPU_CLUSTERING_SETS = ("agnews", "searchsnippets", "tweet")  # 23k texts: about a minute per model on two cores
-CPU_TRANSFER_SETS = ("cr", "trec")  # SentEval's protocol on two of seven: about a minute per model
-CPU_STAND_INS = {"clustering_acc": "clustering3_acc", "clustering_nmi": "clustering3_nmi", "transfer": "transfer2"}
-CPU_STUDY = {  # each paper's central claim: the arms it compares, with the untrained model as the reference row
-    "pairsupcon-table4": ("pretrained", "classification", "instdisc", "pairsupcon"),
-    "pairsupcon-table5": ("pretrained", "instdisc-nohn", "instdisc", "pairsupcon"),
-    "liao-table2": ("pretrained", "ce", "scl-allpalln-0.3"),
-    "sncse-table2": ("pretrained", "sncse-nobml", "sncse"),
-    "sncse-figure4": ("pretrained", "sncse-nobml", "sncse"),
-    "declutr-figure3": ("pretrained", "contrastive-100", "mlm-100", "both-100"),
-}
-SAMPLE_STAND_INS = {"sts": "stsb", "sts5": "stsb", "clustering_acc": "wikitext_topics",
-                    "clustering_nmi": "wikitext_topics_nmi", "transfer": "topics", "transfer8": "topics",
-                    "fewshot": "topics_fewshot", **{f"{t}_fewshot": "topics_fewshot" for t in TRANSFER_SETS}}
-
-EXPERIMENT_PRESETS = {p.name: p for p in (
-    ExperimentPreset("paper", "paper", "paper setting", save_every=500),
-    ExperimentPreset("cpu", "cpu", "small study", model="default", needs_data_dir=True, max_steps=100,
-                     seeds=(0, 1, 2), precision="auto", eval_precision="auto", corpora=CPU_CORPORA, save_every=50,
-                     stand_ins=CPU_STAND_INS, study=CPU_STUDY),
-    ExperimentPreset("cpu-smoke", "cpu-smoke", "pipeline check", model="tiny", data_dir=SAMPLES_LABEL,
-                     max_steps=3, batch_size=8, seeds=(0,), stand_ins=SAMPLE_STAND_INS),
-)}
-
-def get_preset(name:str) -> ExperimentPreset:
-    "The experiment preset called `name`."
-    if name not in EXPERIMENT_PRESETS:
-        raise SentclError(f"unknown experiment preset {name!r}; choose one of {', '.join(EXPERIMENT_PRESETS)}")
-    return EXPERIMENT_PRESETS[name]
+__all__ = ['RESULTS_VERSION', 'RESULTS_SCHEMA', 'STAND_IN_WORDS', 'published', 'Arm', 'Contrast', 'Experiment', 'Run', 'plan_row',
+           'arm_overrides', 'training_key', 'rehearsal_run', 'plan_runs', 'read_json', 'TrainingLock',
+           'torchrun_command', 'train_run', 'evaluated_as_planned', 'evaluate_run', 'execute_run', 'measured_value',
+           'check_results', 'measured_rows', 'contrast_status', 'contrast_rows', 'select_device', 'ExperimentSession',
+           'stand_ins_in', 'column_headings']
 
 # %% ../nbs/13_experiments.ipynb #64183ee7
-ALL_PRESETS = ("paper", "cpu", "cpu-smoke")
-
 def published(paper:str, table:str) -> dict:
     "One published table as its JSON: ref, columns, aggregation, rows (each with row, values)."
     tables = load_published(paper)["tables"]
@@ -227,11 +174,11 @@ def _merge(base:dict, over:dict) -> dict:
     for k, v in over.items(): out[k] = {**out[k], **v} if isinstance(v, dict) and isinstance(out.get(k), dict) else v
     return out
 
-def arm_overrides(arm:Arm, preset:ExperimentPreset, model:str|None, batch_size:int|None) -> dict:
+def arm_overrides(arm:Arm, preset:Preset, model:str|None, batch_size:int|None) -> dict:
     "The method-config overrides of one arm under `preset`: training preset < arm < model and batch size (or cap)."
     own = dict(arm.overrides)
     if preset.name != "paper": own.pop("model", None)  # small presets train their own model on every arm
-    over = _merge(PRESETS[preset.train_preset].overrides(arm.method), own)
+    over = _merge(preset_overrides(arm.method, preset.name), own)
     if model is not None: over["model"] = model
     if batch_size is not None: over["batch_size"] = batch_size
     elif preset.batch_size is not None:  # the preset's is a cap: DeCLUTR's cpu-smoke batch is 2 documents, not 8
@@ -247,13 +194,13 @@ def training_key(method:str, config:MethodConfig, options:RunOptions) -> str:
     blob = json.dumps([method, dataclasses.asdict(config), opts], sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
-def _train_run(exp:Experiment, arm:Arm, preset:ExperimentPreset, seed, folder:Path, store:Path, model, data_dir,
+def _train_run(exp:Experiment, arm:Arm, preset:Preset, seed, folder:Path, store:Path, model, data_dir,
                steps, batch_size, precision) -> Run:
     "The `Run` of one trained arm and seed, its config and options resolved as `sentcl.train.train` will."
     over = arm_overrides(arm, preset, model, batch_size)
     if seed is not None: over["seed"] = seed
     corpus = preset.corpora.get(VIEWS[get_method(arm.method).view].corpus)
-    options = RunOptions(out="", preset=preset.train_preset, train_data=corpus, data_dir=data_dir,
+    options = RunOptions(out="", preset=preset.name, train_data=corpus, data_dir=data_dir,
                          max_steps=steps, precision=precision, save_every=preset.save_every, progress=False)
     config, options = resolve(arm.method, over, options)
     train_folder = store/f"{arm.method}-{training_key(arm.method, config, options)}"
@@ -261,11 +208,11 @@ def _train_run(exp:Experiment, arm:Arm, preset:ExperimentPreset, seed, folder:Pa
                dataclasses.replace(options, out=str(train_folder)), exp.tasks[preset.name], config.eval_protocol,
                _eval_options(exp, preset), str(folder), str(train_folder))
 
-def _eval_options(exp:Experiment, preset:ExperimentPreset) -> dict:
+def _eval_options(exp:Experiment, preset:Preset) -> dict:
     "The `evaluate` keyword arguments of `exp`'s runs under `preset`: its own, and the preset's precision."
     return {"precision": preset.eval_precision, **exp.eval_options.get(preset.name, {})}
 
-def _reference_run(exp:Experiment, arm:Arm, preset:ExperimentPreset, folder:Path, model, data_dir) -> Run:
+def _reference_run(exp:Experiment, arm:Arm, preset:Preset, folder:Path, model, data_dir) -> Run:
     "The `Run` of an untrained arm: its model evaluated as it is."
     target = arm.model if preset.name == "paper" and arm.model else model
     if target is None:
@@ -297,7 +244,7 @@ def rehearsal_run(run:Run, root:Path,
 
 # %% ../nbs/13_experiments.ipynb #33690c40
 def plan_runs(exp:Experiment, # the experiment
-              preset:str="cpu-smoke", # a key of EXPERIMENT_PRESETS
+              preset:str="cpu-smoke", # a key of `sentcl.presets.PRESETS`
               out:str|Path|None=None, # the experiment's output folder (default runs/experiments/<name>)
               store:str|Path|None=None, # shared training runs (default: `_train` beside `out`)
               model:str|None=None, data_dir:str|None=None, # None: the preset's

@@ -21,7 +21,8 @@ from .catalog import EXPERIMENTS, get_experiment
 from .core import SentclError, atomic_write, default, write_json
 from .costs import REFERENCE_GPU, UTILISATION, plan_cost
 from .parameters import plan_arguments
-from .experiments import EXPERIMENT_PRESETS, check_results, get_preset, plan_row, plan_runs, read_json
+from .experiments import check_results, plan_row, plan_runs, read_json
+from .presets import PRESETS, get_preset
 
 # %% auto #0
 __all__ = ['select_experiments', 'list_experiments', 'dry_run', 'data_label', 'machine_paths', 'portable_text', 'notebooks_dir',
@@ -57,7 +58,7 @@ def list_experiments(names=None, paper:str|None=None) -> pd.DataFrame:
         from sentcl.experiments import published
         refs = ", ".join(published(e.paper, t)["ref"] for t in e.tables)
         rows.append({"name": n, "paper": e.paper, "tables": refs, "measures": e.measures,
-                     **{f"runs ({p})": _counts(e, p) for p in EXPERIMENT_PRESETS}, "cost (cpu)": e.cost.get("cpu", "")})
+                     **{f"runs ({p})": _counts(e, p) for p in PRESETS}, "cost (cpu)": e.cost.get("cpu", "")})
     return pd.DataFrame(rows)
 
 # %% ../nbs/13b_runner.ipynb #4a8c800d

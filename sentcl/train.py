@@ -35,20 +35,20 @@ from .precision import machine_facts, resolve_precision
 from .gradients import rank_slice, setup_distributed, world
 from .method_base import Method, MethodConfig, check_field
 from .methods import build_method, get_method, method_config
+from .presets import get_preset, preset_overrides
 from .schedules import build_optimizer, build_scheduler, total_steps
 from .views import VIEWS, View, build_view
 
 # %% auto #0
-__all__ = ['RESUME_MAY_CHANGE', 'CPU_CORPORA', 'PRESETS', 'RunOptions', 'run_record', 'flat_record', 'Preset',
-           'cpu_smoke_overrides', 'cpu_overrides', 'resolve', 'Trainer', 'export_model', 'check_run_folder',
-           'load_training_data', 'training_view', 'train']
+__all__ = ['RESUME_MAY_CHANGE', 'RunOptions', 'run_record', 'flat_record', 'resolve', 'Trainer', 'export_model',
+           'check_run_folder', 'load_training_data', 'training_view', 'train']
 
 # %% ../nbs/08_train.ipynb #49e5aa4e
 @dataclass
 class RunOptions:
     "How one training run executes; every training hyper-parameter is in the method's config instead."
     out:str|None = None # run folder; None = runs/<method>
-    preset:str = "paper" # a key of PRESETS: defaults for the method config and these options
+    preset:str = "paper" # a key of `sentcl.presets.PRESETS`: defaults for the method config and these options
     train_data:str|None = None # a `sentcl.data.load_corpus` spec; None = the method config's `corpus`
     data_dir:str|None = None # a folder in sentcl's data layout (training and dev data); None = the hub
     max_steps:int|None = None # run this many steps, overriding the config's epochs (the schedule's horizon)
@@ -70,32 +70,6 @@ def flat_record(record:dict) -> dict:
     "`run_record` flattened to `run.<option>` and `method.<field>` keys (config.json, and what resume compares)."
     return {f"{part}.{k}": v for part, d in record.items() for k, v in d.items()}
 
-# %% ../nbs/08_train.ipynb #74420c72
-@dataclass(frozen=True)
-class Preset:
-    "Defaults under a run's own settings: method-config overrides per method, and run options."
-    overrides:Callable[[str], dict] = lambda method: {} # method name -> method-config overrides
-    options:dict = field(default_factory=dict) # run options, used where RunOptions leaves None
-
-def cpu_smoke_overrides(method:str) -> dict:
-    "Method-config overrides of the `cpu-smoke` preset."
-    o = {"model": "default", "batch_size": 32, "max_length": 32, "eval_every": None, "select_on_dev": False,
-         "epochs": 1}
-    o["corpus"] = DEFAULT_CORPUS[VIEWS[get_method(method).view].corpus]  # the samples' corpus of the view's kind
-    return {**o, **get_method(method).Config.small_scale("cpu-smoke")}  # a method's own, on its config class
-
-# what a data folder has offline
-CPU_CORPORA = {"nli": "snli:dev+test", "sentences": "wiki1m", "documents": "documents"}
-
-def cpu_overrides(method:str) -> dict:
-    "Method-config overrides of the `cpu` preset: the offline `default` model, batches that two CPU cores train."
-    o = {"model": "default", "batch_size": 64, "max_length": 32, "eval_every": None, "select_on_dev": False,
-         "epochs": 1, "corpus": CPU_CORPORA[VIEWS[get_method(method).view].corpus]}
-    return {**o, **get_method(method).Config.small_scale("cpu")}  # a method's own, on its config class
-
-PRESETS = {"paper": Preset(), "cpu": Preset(cpu_overrides),
-           "cpu-smoke": Preset(cpu_smoke_overrides, {"max_steps": 40, "data_dir": SAMPLES_LABEL})}
-
 # %% ../nbs/08_train.ipynb #32d818d1
 def resolve(method:str, # a key of `sentcl.methods.METHODS`
             overrides:dict=None, # method-config fields to change, e.g. {"beta": 0.5}
@@ -103,14 +77,12 @@ def resolve(method:str, # a key of `sentcl.methods.METHODS`
            ) -> tuple[MethodConfig, RunOptions]:
     "The method's config (paper defaults < preset < `overrides`) and the run options (preset defaults filled in)."
     options = default(options, RunOptions())
-    if options.preset not in PRESETS:
-        raise SentclError(f"unknown preset {options.preset!r}; choose one of {', '.join(PRESETS)}")
-    preset = PRESETS[options.preset]
-    config = method_config(method, **{**preset.overrides(method), **(overrides or {})})
-    filled = {k: v for k, v in preset.options.items() if getattr(options, k) is None}
+    preset = get_preset(options.preset)
+    config = method_config(method, **{**preset_overrides(method, preset.name), **(overrides or {})})
+    filled = {k: v for k, v in preset.run_options.items() if getattr(options, k) is None}
     options = dataclasses.replace(options, **filled)
     # a preset's own data (cpu-smoke's bundled stand-ins) stays searched after a folder the user adds
-    data_dir = with_data_folder(options.data_dir, preset.options.get("data_dir"))
+    data_dir = with_data_folder(options.data_dir, preset.run_options.get("data_dir"))
     out, train_data = options.out or f"runs/{method}", options.train_data
     options = dataclasses.replace(options, out=str(out), data_dir=None if data_dir is None else str(data_dir),
                                   train_data=None if train_data is None else str(train_data))
