@@ -30,6 +30,8 @@ __all__ = ['PAPER', 'SMALL', 'STS', 'CLUSTERING', 'TRANSFER', 'FEWSHOT', 'PAIRSU
 # %% ../nbs/13a_catalog.ipynb #66a326aa
 PAPER = ("paper",)
 SMALL = ("cpu", "cpu-smoke")
+_BML_DOSES = (1e-2, 1e-1)  # the CPU study's SNCSE weights beside 0 and the paper's 1e-3 (not the paper's setting)
+_LR_SWEEP = (2e-5, 5e-5)  # the CPU study's PairSupCon learning rates beside the code's 5e-6
 STS = {"paper": "sts", "cpu": "sts", "cpu-smoke": "stsb"}
 CLUSTERING = {"paper": "clustering", "cpu": "clustering", "cpu-smoke": "wikitext_topics"}
 TRANSFER = {"paper": "transfer", "cpu": "transfer", "cpu-smoke": "topics"}
@@ -139,6 +141,8 @@ PAIRSUPCON_ABLATIONS = (
                 Arm("instdisc-nohn", "pairsupcon-instdisc", {"hard_negatives": False},
                     row="InstanceDisc w/o HardNegSample"),
                 Arm("instdisc", "pairsupcon-instdisc", {"hard_negatives": True}, row="InstanceDisc w/ HardNegSample"),
+                *(Arm(f"instdisc-lr{lr:g}", "pairsupcon-instdisc", {"hard_negatives": True, "lr": lr}, presets=("cpu",),
+                      label=f"InstanceDisc w/ HardNegSample, lr {lr:g} (not the paper's)") for lr in _LR_SWEEP),
                 Arm("pairsupcon-nohn", "pairsupcon", {"hard_negatives": False}, row="PairSupCon w/o HardNegSample"),
                 Arm("pairsupcon", "pairsupcon", {"hard_negatives": True}, row="PairSupCon w/ HardNegSample")),
                ABLATION_TASKS, columns=_AB, protocol="pairsupcon",
@@ -367,13 +371,18 @@ SNCSE_FIGURES = (
     Experiment("sncse-figure4", "sncse", ("figure4_similarity_peaks",), "SNCSE Figure 4: similarity distributions",
                "cosine of sentences with their negations and with random sentences, before and after training",
                (_prompted(), Arm("simcse", "simcse-unsup", row="SimCSE"),
-                _sncse("sncse-nobml", "SNCSE without BML loss", role="none"), _sncse("sncse", "SNCSE")),
+                _sncse("sncse-nobml", "SNCSE without BML loss", role="none"), _sncse("sncse", "SNCSE"),
+                *(_sncse(f"sncse-bml{lam:g}", None, presets=("cpu",), lam=lam,  # the CPU study's dose-response
+                         label=f"SNCSE, λ = {lam:g} (not the paper's setting)") for lam in _BML_DOSES)),
                STS, protocol="sncse",
                contrasts=(Contrast("sncse", "sncse-nobml", ("soft_negative_peak",),
                                    "BML moves the similarity of a sentence and its negation down"),
                           Contrast("sncse", "sncse-nobml", ("negation_in_margin",),
                                    "with BML more sentences have their negation inside the margin the loss asks for "
-                                   "(share with -β ≤ Δ ≤ -α)")),
+                                   "(share with -β ≤ Δ ≤ -α)"),
+                          Contrast(f"sncse-bml{_BML_DOSES[-1]:g}", "sncse-nobml", ("negation_in_margin",),
+                                   f"at λ = {_BML_DOSES[-1]:g} (not the paper's setting) BML puts more negations inside "
+                                   "its margin: the mechanism, where the term is large enough to act")),
                cost={"cpu": "about 25 min"}),
     Experiment("sncse-table4", "sncse", ("table4_rank_errors",), "SNCSE Table 4: rank errors",
                "the STS14 and SICK-R pairs whose predicted rank is furthest from the gold rank, with their causes",

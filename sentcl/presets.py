@@ -47,10 +47,11 @@ CPU_TRANSFER_SETS = ("cr", "trec")  # SentEval's protocol on two of seven: about
 CPU_STAND_INS = {"clustering_acc": "clustering3_acc", "clustering_nmi": "clustering3_nmi", "transfer": "transfer2"}
 CPU_STUDY = {  # each paper's central claim: the arms it compares, with the untrained model as the reference row
     "pairsupcon-table4": ("pretrained", "classification", "instdisc", "pairsupcon"),
-    "pairsupcon-table5": ("pretrained", "instdisc-nohn", "instdisc", "pairsupcon"),
+    "pairsupcon-table5": ("pretrained", "instdisc-nohn", "instdisc", "pairsupcon",
+                          "instdisc-lr2e-05", "instdisc-lr5e-05"),  # + a learning-rate sweep
     "liao-table2": ("pretrained", "ce", "scl-allpalln-0.3"),
     "sncse-table2": ("pretrained", "sncse-nobml", "sncse"),
-    "sncse-figure4": ("pretrained", "sncse-nobml", "sncse"),
+    "sncse-figure4": ("pretrained", "sncse-nobml", "sncse", "sncse-bml0.01", "sncse-bml0.1"),  # + λ's dose-response
     "declutr-figure3": ("pretrained", "contrastive-100", "mlm-100", "both-100"),
 }
 SAMPLE_STAND_INS = {"sts": "stsb", "sts5": "stsb", "clustering_acc": "wikitext_topics",
