@@ -43,11 +43,11 @@ from .train import RunOptions, resolve, train
 from .views import VIEWS
 
 # %% auto #0
-__all__ = ['RESULTS_VERSION', 'RESULTS_SCHEMA', 'STAND_IN_WORDS', 'published', 'Arm', 'Contrast', 'Experiment', 'Run', 'plan_row',
-           'arm_overrides', 'training_key', 'rehearsal_run', 'plan_runs', 'read_json', 'TrainingLock',
-           'torchrun_command', 'train_run', 'evaluated_as_planned', 'evaluate_run', 'execute_run', 'measured_value',
-           'check_results', 'measured_rows', 'contrast_status', 'contrast_rows', 'select_device', 'ExperimentSession',
-           'stand_ins_in', 'column_headings']
+__all__ = ['PLAN_VERSION', 'RESULTS_VERSION', 'RESULTS_SCHEMA', 'STAND_IN_WORDS', 'published', 'Arm', 'Contrast', 'Experiment',
+           'Run', 'plan_row', 'arm_overrides', 'training_key', 'rehearsal_run', 'plan_runs', 'plan_record',
+           'run_from_record', 'write_plan', 'read_plan', 'read_json', 'TrainingLock', 'torchrun_command', 'train_run',
+           'evaluated_as_planned', 'evaluate_run', 'execute_run', 'measured_value', 'check_results', 'measured_rows',
+           'contrast_status', 'contrast_rows', 'select_device', 'ExperimentSession', 'stand_ins_in', 'column_headings']
 
 # %% ../nbs/13_experiments.ipynb #64183ee7
 def published(paper:str, table:str) -> dict:
@@ -277,6 +277,46 @@ def plan_runs(exp:Experiment, # the experiment
     if not rehearse: return runs
     first = next((r for r in runs if r.method is not None), None)  # interrupted and resumed; the others: one step
     return [rehearsal_run(r, out.parent/"_rehearsal", interrupt=r is first) for r in runs]
+
+# %% ../nbs/13_experiments.ipynb #c9212633
+PLAN_VERSION = "sentcl.plan/1"
+
+def plan_record(run:Run) -> dict:
+    "`run` as JSON-ready data: its key, its training key, and every field (config and options as dicts)."
+    key = None if run.method is None else training_key(run.method, run.config, run.options)
+    return {"key": run.key, "training_key": key, **dataclasses.asdict(run)}
+
+def run_from_record(record:dict) -> Run:
+    "The `Run` a `plan_record` was made from; a one-line error when its config gives another training key."
+    fields = {f.name: record[f.name] for f in dataclasses.fields(Run)}
+    if record["method"] is None: return Run(**fields)
+    run = Run(**{**fields, "config": get_method(record["method"]).Config(**record["config"]),
+                 "options": RunOptions(**record["options"])})
+    if training_key(run.method, run.config, run.options) != record["training_key"]:
+        raise SentclError(f"plan: run {run.key} no longer gives training key {record['training_key']}; plan again")
+    return run
+
+# %% ../nbs/13_experiments.ipynb #0cf40775
+def write_plan(path, # the plan file, e.g. <batch>/<experiment>/plan.json
+               experiment:str, preset:str, out, # what was planned, and the experiment folder it planned for
+               runs:list[Run]) -> Path:
+    "Write the plan of one experiment (atomically); paths stay as planned (relative to the batch folder there)."
+    store = sorted({str(Path(r.train_folder).parent) for r in runs if r.train_folder})
+    write_json(path, {"schema": PLAN_VERSION, "experiment": experiment, "preset": preset, "out": str(out),
+                      "store": store[0] if len(store) == 1 else store, "runs": [plan_record(r) for r in runs]})
+    return Path(path)
+
+def read_plan(path, experiment:str, preset:str, out) -> list[Run]:
+    "The runs of a plan file written for `experiment` under `preset` into folder `out`; else a one-line error."
+    try: doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError): doc = None
+    if not isinstance(doc, dict) or doc.get("schema") != PLAN_VERSION:
+        raise SentclError(f"plan {path}: missing or not a sentcl plan")
+    made = (doc["experiment"], doc["preset"], doc["out"])
+    if made != (experiment, preset, str(out)):
+        raise SentclError(f"plan {path} is for {made[0]} under {made[1]} in {made[2]}, not {experiment} under {preset} "
+                          f"in {out}")
+    return [run_from_record(r) for r in doc["runs"]]
 
 # %% ../nbs/13_experiments.ipynb #290aebb6
 def read_json(path, # a JSON file sentcl wrote (results.json, batch.json, eval.json, summary.json)
@@ -625,7 +665,8 @@ class ExperimentSession:
         select_device(p.device)
         self.data_dir = with_data_folder(p.data_dir, self.preset.data_dir)  # where the notebook's figures read data
         if p.rehearse: self.data_dir = str(self.out.parent/"_rehearsal"/"data")  # the rehearsal's (`rehearsal_run`)
-        self.runs = plan_runs(experiment, preset, self.out, **plan_arguments(given))
+        self.runs = (read_plan(p.plan, experiment.name, preset, self.out) if p.plan  # the runner's: planned once
+                     else plan_runs(experiment, preset, self.out, **plan_arguments(given)))
         self.records, self.figures, self.extra, self.log = {}, [], {}, log
         self._load_finished()
 

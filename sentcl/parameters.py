@@ -35,6 +35,8 @@ class ExperimentParameters:
                            plans=True)
     device:str|None = _param(None, "cpu, cuda, cuda:N; None: automatic")
     gpus:int|None = _param(None, "DDP processes per training through torchrun (GPUs; gloo on a CPU); None: one")
+    plan:str|None = _param(None, "the plan file `sentcl experiments run` wrote; None: the session plans",
+                           own_flag=True)
     out:str|None = _param(None, "this experiment's folder", own_flag=True)
 
 # %% ../nbs/12a_parameters.ipynb #d109c2c1

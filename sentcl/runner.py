@@ -21,13 +21,13 @@ from .catalog import EXPERIMENTS, get_experiment
 from .core import SentclError, atomic_write, default, write_json
 from .costs import REFERENCE_GPU, UTILISATION, plan_cost
 from .parameters import plan_arguments
-from .experiments import check_results, plan_row, plan_runs, read_json
+from .experiments import check_results, plan_row, plan_runs, read_json, read_plan, write_plan
 from .presets import PRESETS, get_preset
 
 # %% auto #0
-__all__ = ['select_experiments', 'list_experiments', 'dry_run', 'data_label', 'machine_paths', 'portable_text', 'notebooks_dir',
-           'notebook_path', 'papermill_command', 'job_environment', 'experiment_done', 'BatchState', 'run_one',
-           'run_batch', 'temporary_environment']
+__all__ = ['PLAN_FILE', 'select_experiments', 'list_experiments', 'dry_run', 'data_label', 'machine_paths', 'portable_text',
+           'notebooks_dir', 'notebook_path', 'papermill_command', 'job_environment', 'experiment_done', 'BatchState',
+           'plan_experiment', 'run_one', 'run_batch', 'temporary_environment']
 
 # %% ../nbs/13b_runner.ipynb #f6520716
 def select_experiments(names=None, # experiment names (None or empty: all of them, or all of `paper`'s)
@@ -170,6 +170,14 @@ class BatchState:
 
     def get(self, name:str) -> dict: return self.doc["experiments"].get(name, {})
 
+# %% ../nbs/13b_runner.ipynb #4edde113
+PLAN_FILE = "plan.json"
+
+def plan_experiment(name:str, preset:str, out:Path, parameters:dict) -> Path:
+    "Plan experiment `name` once for the batch in `out`; its plan file, for the notebook (`plan` parameter)."
+    runs = plan_runs(get_experiment(name), preset, Path(name), **plan_arguments(parameters))  # as its notebook runs
+    return write_plan(Path(out)/name/PLAN_FILE, name, preset, name, runs)
+
 # %% ../nbs/13b_runner.ipynb #2632bffb
 def _error_of(log:Path, returncode:int) -> str:
     "The last line of a papermill log that names an error, else the exit status."
@@ -191,6 +199,7 @@ def run_one(name:str, preset:str, out:Path, parameters:dict, notebooks=None, env
     out = Path(out); folder = out/name
     folder.mkdir(parents=True, exist_ok=True)
     params = {**parameters, "preset": preset, "out": name}  # relative to the batch folder, where the notebook runs
+    if (folder/PLAN_FILE).is_file(): params["plan"] = str(Path(name)/PLAN_FILE)  # the batch's plan (`plan_experiment`)
     t0 = time.time()
     with open(folder/"log.txt", "w", encoding="utf-8") as log:
         proc = subprocess.run(papermill_command(notebook_path(name, notebooks), folder/f"{name}.ipynb", params, out),
@@ -219,8 +228,8 @@ def run_batch(names=None, preset:str="cpu-smoke", out="runs/experiments", data_d
     names, out = select_experiments(names, paper, preset), Path(out)
     label, data_env = data_label(data_dir)
     params = {**(parameters or {}), **({"data_dir": label} if label else {})}
-    with temporary_environment(data_env):  # the plan checks resolve the label as the jobs will
-        for n in names: notebook_path(n, notebooks); plan_runs(get_experiment(n), preset, out/n, **plan_arguments(params))
+    with temporary_environment(data_env):  # each experiment planned once, here, resolving the label as the jobs will
+        for n in names: notebook_path(n, notebooks); plan_experiment(n, preset, out, params)
     if launcher != "local":  # Slurm, or submitit's local executor: sentcl.launchers submits, records and waits
         from sentcl.launchers import run_on_scheduler
         return run_on_scheduler(names, preset, out, params, notebooks, launcher, cluster, force, wait, data_env, log)
