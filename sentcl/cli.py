@@ -339,7 +339,7 @@ def add_batch_arguments(run:argparse.ArgumentParser):
                      help="a notebook parameter for every experiment: "
                           + "; ".join(f"{k} ({h})" for k, h in batch_parameters().items()))
     run.add_argument("--rehearse", action="store_true",
-                     help="with --preset paper: every run at the paper's shapes for 2 steps, offline (sentcl.rehearsal)")
+                     help="with --preset paper: every run at the paper's shapes for a step or two, offline (sentcl.rehearsal)")
 
 # %% ../nbs/11_cli.ipynb #1daea762
 def add_execution_arguments(run:argparse.ArgumentParser):

@@ -31,7 +31,7 @@ class ExperimentParameters:
     seeds:list|None = _param(None, "e.g. [0, 1, 2]; None: the preset's", plans=True)
     precision:str|None = _param(None, "fp32, bf16, fp16 or auto; None: the preset's", plans=True)
     arms:list|None = _param(None, "arm names to run; None: the preset's (under cpu, the study's)", plans=True)
-    rehearse:bool = _param(False, "paper only: every run at the paper's shapes for 2 steps, offline (sentcl.rehearsal)",
+    rehearse:bool = _param(False, "paper only: every run at the paper's shapes for a step or two, offline (sentcl.rehearsal)",
                            plans=True)
     device:str|None = _param(None, "cpu, cuda, cuda:N; None: automatic")
     gpus:int|None = _param(None, "DDP processes per training through torchrun (GPUs; gloo on a CPU); None: one")
