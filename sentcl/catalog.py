@@ -14,7 +14,10 @@ from .data import SAMPLES_DIR
 from .eval import STS_SUBSET_TASKS, averages, resolve_tasks, task_kind
 from .methods import get_method
 from .negation import SNCSE_ANCHOR_TEMPLATE
-from .experiments import Arm, Contrast, Experiment, ExperimentSession, measured_value, plan_runs, published
+from .experiment_plan import plan_runs
+from .experiment_results import measured_value
+from .experiment_session import ExperimentSession
+from .experiment_spec import Arm, Contrast, Experiment, published
 from .presets import ALL_PRESETS, CPU_CLUSTERING_SETS, CPU_TRANSFER_SETS, Preset, get_preset
 from .views import VIEWS
 

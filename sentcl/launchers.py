@@ -260,7 +260,7 @@ def checkpoint(self:ExperimentJob):
 def checkpoint_step(folder) -> int|None:
     "The step of the checkpoint a run in `folder` would resume from (None: no checkpoint; -1: not listed)."
     from sentcl.checkpoints import CHECKPOINT, CHECKSUMS, PREVIOUS
-    from sentcl.experiments import read_json
+    from sentcl.experiment_execute import read_json
     folder = Path(folder)
     if not any((folder/n).is_file() for n in (CHECKPOINT, PREVIOUS)): return None
     sums = read_json(folder/CHECKSUMS) or {}
@@ -341,7 +341,7 @@ def outcome_path(out, job_id:str) -> Path:
 
 def job_outcome(out, job_id:str, since:float=0.0, detail:str="") -> dict:
     "What job `job_id` ended with: its notebook's record, or failed with why and the last lines of its log."
-    from sentcl.experiments import read_json
+    from sentcl.experiment_execute import read_json
     paths, res = job_paths(out, job_id), outcome_path(out, job_id)
     rec = read_json(res) if res.is_file() and res.stat().st_mtime >= since - 1 else None  # not an earlier job's
     if isinstance(rec, dict) and rec.get("status"): return rec
@@ -357,13 +357,13 @@ def job_outcome(out, job_id:str, since:float=0.0, detail:str="") -> dict:
 # %% ../nbs/13d_launchers.ipynb #c0522695
 def _trained(folder) -> bool:
     "Whether the training run in `folder` has finished (its summary.json says so)."
-    from sentcl.experiments import read_json
+    from sentcl.experiment_execute import read_json
     return bool((read_json(Path(folder)/"summary.json") or {}).get("finished"))
 
 def training_order(names:list, preset:str, out, plan_args:dict|None=None) -> dict:
     "{experiment: [earlier experiments of `names` it waits for]}: those that first train a run it trains too."
     from sentcl.catalog import get_experiment
-    from sentcl.experiments import plan_runs
+    from sentcl.experiment_plan import plan_runs
     owner, after = {}, {}
     for n in names:
         firsts = {owner.setdefault(r.train_folder, n) for r in plan_runs(get_experiment(n), preset, Path(out)/n,
@@ -518,7 +518,8 @@ def run_on_scheduler(names:list, # experiments, checked by `sentcl.runner.run_ba
 # %% ../nbs/13d_launchers.ipynb #05e8d8c2
 def _complete(folder:Path) -> dict|None:
     "The experiment's results document when it is complete and valid, else None."
-    from sentcl.experiments import check_results, read_json
+    from sentcl.experiment_execute import read_json
+    from sentcl.experiment_results import check_results
     doc = read_json(folder/"results.json")
     if not doc: return None
     try: check_results(doc, str(folder/"results.json"))
@@ -549,7 +550,7 @@ def batch_status(out) -> "pd.DataFrame":
     "Every experiment of the batch folder `out`: state (pending, running, done, failed), job, preset, detail, log."
     import pandas as pd
     from sentcl.catalog import EXPERIMENTS
-    from sentcl.experiments import read_json
+    from sentcl.experiment_execute import read_json
     out = Path(out)
     if not out.is_dir(): raise SentclError(f"{out}: no such folder; give a folder that `sentcl experiments run` wrote")
     recs = ((read_json(out/"batch.json") or {}).get("experiments")) or {}
@@ -575,7 +576,7 @@ def job_plan(names:list, preset:str, out, parameters:dict|None=None, cluster:Clu
     import pandas as pd
     from sentcl.catalog import get_experiment
     from sentcl.costs import REFERENCE_GPU, plan_cost
-    from sentcl.experiments import plan_runs
+    from sentcl.experiment_plan import plan_runs
     from sentcl.runner import experiment_done, temporary_environment
     parameters, out = parameters or {}, Path(out)
     options = cluster if isinstance(cluster, ClusterOptions) else cluster_options(out, cluster)

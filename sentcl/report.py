@@ -13,8 +13,11 @@ import pandas as pd
 
 from .catalog import EXPERIMENTS
 from .core import SentclError, atomic_write, default
-from .experiments import (_seed_values, check_results, column_headings, contrast_rows, get_preset, measured_rows,
-                                measured_value, plan_runs, published, read_json, stand_ins_in)
+from .experiment_execute import read_json
+from .experiment_plan import plan_runs
+from .experiment_results import check_results, contrast_rows, measured_rows, measured_value, seed_values, stand_ins_in
+from .experiment_spec import column_headings, published
+from .presets import get_preset
 from .paper_numbers import PAPERS, load_published
 
 # %% auto #0
@@ -261,7 +264,7 @@ def paper_experiments(paper:str, # a key of `sentcl.paper_numbers.PAPERS`
 def _seed_values_of(doc:dict, arm:str, column:str, table:str) -> dict:
     "{seed: value} of one arm's published `column` of `table` in a results document, its preset's stand-ins applied."
     exp = EXPERIMENTS[doc["experiment"]]
-    return _seed_values(doc["runs"], arm, exp.measured_column(column, table),
+    return seed_values(doc["runs"], arm, exp.measured_column(column, table),
                         published(exp.paper, table).get("aggregation"), get_preset(doc["preset"]).stand_ins)
 
 def compare_results(base:dict, # {experiment: results document}, e.g. `collect_results("results/cpu")`

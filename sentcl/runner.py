@@ -21,7 +21,10 @@ from .catalog import EXPERIMENTS, get_experiment
 from .core import SentclError, atomic_write, default, write_json
 from .costs import REFERENCE_GPU, UTILISATION, plan_cost
 from .parameters import plan_arguments
-from .experiments import check_results, plan_row, plan_runs, read_json, read_plan, write_plan
+from .experiment_execute import read_json
+from .experiment_plan import plan_row, plan_runs, read_plan, write_plan
+from .experiment_results import check_results
+from .experiment_spec import published
 from .presets import PRESETS, get_preset
 
 # %% auto #0
@@ -55,7 +58,6 @@ def list_experiments(names=None, paper:str|None=None) -> pd.DataFrame:
     rows = []
     for n in select_experiments(names, paper):
         e = get_experiment(n)
-        from sentcl.experiments import published
         refs = ", ".join(published(e.paper, t)["ref"] for t in e.tables)
         rows.append({"name": n, "paper": e.paper, "tables": refs, "measures": e.measures,
                      **{f"runs ({p})": _counts(e, p) for p in PRESETS}, "cost (cpu)": e.cost.get("cpu", "")})
