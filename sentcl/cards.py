@@ -12,7 +12,7 @@ from .core import SentclError, atomic_write
 from .paper_numbers import load_published
 
 # %% auto #0
-__all__ = ['BASELINE_CITATIONS', 'method_citation', 'model_card', 'write_model_card']
+__all__ = ['BASELINE_CITATIONS', 'method_citation', 'headline_score', 'model_card', 'write_model_card']
 
 # %% ../nbs/08d_cards.ipynb #089d17bd
 BASELINE_CITATIONS = {
@@ -27,6 +27,14 @@ def method_citation(method:str) -> str:
     if paper is None: return "(no paper recorded for this method)"
     d = load_published(paper)
     return f"{d['authors']}, {d['title']}, {d['venue']} (arXiv {d['arxiv']}; code: {d['code']})"
+
+# %% ../nbs/08d_cards.ipynb #73d45bb0
+def headline_score(result:dict, # one task's entry of an evaluation document
+                   aggregation:str|None="all", # the STS12-16 aggregate read first: 'all', 'mean' or 'wmean'
+                  ) -> float|None:
+    "A task's headline number: its STS aggregate, else Spearman, else mean accuracy, else accuracy; None without one."
+    keys = (aggregation or "all", "spearman", "acc_mean", "acc")
+    return next((result[k] for k in keys if result.get(k) is not None), None)
 
 # %% ../nbs/08d_cards.ipynb #6e8ddfa5
 def _read(path:Path):
@@ -47,7 +55,7 @@ def _scores_lines(evaluation:dict) -> list[str]:
     "A Markdown table of an evaluation's per-task headline numbers and its averages."
     rows = []
     for task, r in evaluation.get("tasks", {}).items():
-        value = next((r[k] for k in ("all", "spearman", "acc_mean", "acc") if r.get(k) is not None), None)
+        value = headline_score(r)
         if value is not None: rows.append(f"| {task} | {value:.2f} |")
     rows += [f"| average: {k} | {v:.2f} |" for k, v in evaluation.get("avg", {}).items() if v is not None]
     if not rows: return []

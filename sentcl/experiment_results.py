@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .cards import headline_score
 from .core import SentclError
 from .data import TRANSFER_SETS
 from .eval import STS_SUBSET_TASKS
@@ -22,22 +23,13 @@ __all__ = ['RESULTS_VERSION', 'RESULTS_SCHEMA', 'measured_value', 'stand_ins_in'
 _AVERAGES = {"sts": {"all": "sts", "mean": "sts_mean", "wmean": "sts_wmean"}, "clustering_acc": "clustering_acc",
              "clustering_nmi": "clustering_nmi", "transfer": "transfer", "fewshot": "fewshot"}
 
-def measured_value(evaluation:dict, # the `eval` entry of a run record (tasks, avg)
-                   column:str, # a task, a group average, or '<task>_f1' / '<task>_nmi'
-                   aggregation:str|None="all", # STS12-16 aggregate: 'all', 'mean' or 'wmean'
-                   stand_ins:dict|None=None, # column -> the column read when it is missing (a preset's `stand_ins`)
-                  ) -> float|None:
-    "The number measured for `column`, or None when the evaluation did not produce it."
-    value = _measured(evaluation, column, aggregation)
-    if value is None and stand_ins and column in stand_ins: return _measured(evaluation, stand_ins[column], aggregation)
-    return value
-
 _TASK_MEANS = {"sts5": STS_SUBSET_TASKS,  # Liao's STS average: STS12-16 only
                "transfer8": (*TRANSFER_SETS, "sst5"),  # Liao's transfer average: the seven tasks and SST-5
                "clustering3_acc": CPU_CLUSTERING_SETS,  # the CPU study's clustering mean (accuracy, NMI)
                "transfer2": CPU_TRANSFER_SETS,  # and its transfer mean
                "clustering3_nmi": tuple(f"{t}_nmi" for t in CPU_CLUSTERING_SETS)}
 
+# %% ../nbs/13l_results.ipynb #59fbefc2
 def _measured(evaluation:dict, column:str, aggregation:str|None) -> float|None:
     tasks, avg = evaluation.get("tasks", {}), evaluation.get("avg", {})
     if column in evaluation.get("extra", {}): return evaluation["extra"][column]
@@ -49,11 +41,18 @@ def _measured(evaluation:dict, column:str, aggregation:str|None) -> float|None:
         return avg.get(key[aggregation or "all"] if isinstance(key, dict) else key)
     base, _, part = column.rpartition("_")
     if part in ("f1", "nmi") and base in tasks: return tasks[base].get(part if part == "f1" else "nmi_mean")
-    r = tasks.get(column)
-    if r is None: return None
-    for key in ((aggregation or "all"), "spearman", "acc_mean", "acc"):
-        if r.get(key) is not None: return r[key]
-    return None
+    return None if tasks.get(column) is None else headline_score(tasks[column], aggregation)
+
+# %% ../nbs/13l_results.ipynb #07b20ebe
+def measured_value(evaluation:dict, # the `eval` entry of a run record (tasks, avg)
+                   column:str, # a task, a group average, or '<task>_f1' / '<task>_nmi'
+                   aggregation:str|None="all", # STS12-16 aggregate: 'all', 'mean' or 'wmean'
+                   stand_ins:dict|None=None, # column -> the column read when it is missing (a preset's `stand_ins`)
+                  ) -> float|None:
+    "The number measured for `column`, or None when the evaluation did not produce it."
+    value = _measured(evaluation, column, aggregation)
+    if value is None and stand_ins and column in stand_ins: return _measured(evaluation, stand_ins[column], aggregation)
+    return value
 
 # %% ../nbs/13l_results.ipynb #ed78272a
 def stand_ins_in(records:list, stand_ins:dict) -> dict:
@@ -92,6 +91,8 @@ RESULTS_SCHEMA = {
     "extra": "tables a notebook computed beyond the evaluations (e.g. rank errors): name -> list of row dicts",
     "complete": "true once every run of the plan is trained and evaluated",
 }
+
+# %% ../nbs/13l_results.ipynb #93d190f0
 _RESULT_TYPES = {"schema": str, "experiment": str, "paper": str, "tables": list, "title": str, "preset": str,
                  "kind": str, "parameters": dict, "hardware": dict, "created": str, "versions": dict, "runs": list,
                  "measured": list, "contrasts": list, "figures": list, "extra": dict, "complete": bool}
@@ -121,6 +122,7 @@ def _paper_values(exp:Experiment, table:str) -> tuple[dict, str|None]:
     t = published(exp.paper, table)
     return {r["row"]: r["values"] for r in reversed(t["rows"])}, t.get("aggregation")  # a repeated label: its first row
 
+# %% ../nbs/13l_results.ipynb #a2a60a7e
 def seed_values(records:list, arm:str, column:str, aggregation, stand_ins=None) -> dict:
     "{seed: value} of one arm's measured column over its runs."
     out = {}
@@ -130,6 +132,7 @@ def seed_values(records:list, arm:str, column:str, aggregation, stand_ins=None) 
             if v is not None: out[r["seed"]] = v
     return out
 
+# %% ../nbs/13l_results.ipynb #625b416f
 def _stats(values) -> dict:
     "Mean, std and count, to 4 decimals: cosine-scale columns (similarity peaks) move in the third."
     v = [float(x) for x in values]
@@ -160,12 +163,14 @@ def _paired(better:dict, worse:dict) -> list:
     if None in better and len(better) == 1: return [round(better[None] - v, 4) for v in worse.values()]
     return [round(better[s] - worse[s], 4) for s in better if s in worse]
 
+# %% ../nbs/13l_results.ipynb #0cc2b687
 def contrast_status(diffs:list, paper_diff:float|None,
                     min_runs:int=3, # paired differences needed (1 when both arms are untrained: nothing to vary)
                    ) -> str:
     "A claim's status from its per-seed paired differences: `sentcl.power.claim_verdict`'s words."
     return claim_verdict(diffs, paper_diff, min_runs)
 
+# %% ../nbs/13l_results.ipynb #a7213b31
 def contrast_rows(exp:Experiment, records:list, stand_ins:dict|None=None) -> list[dict]:
     "One row per (claim, column): the paper's difference and the measured paired differences per seed."
     rows = []

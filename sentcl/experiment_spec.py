@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from fastcore.basics import patch
+
 from .core import SentclError
 from .methods import get_method
 from .paper_numbers import PAPERS, load_published
@@ -22,6 +24,7 @@ def published(paper:str, table:str) -> dict:
     if table not in tables: raise SentclError(f"{paper} has no published table {table!r}; tables: {', '.join(tables)}")
     return tables[table]
 
+# %% ../nbs/13i_spec.ipynb #0e55d771
 @dataclass(frozen=True)
 class Arm:
     "One row of an experiment: a method trained with the row's settings, or (method None) a model evaluated as it is."
@@ -38,6 +41,7 @@ class Arm:
     @property
     def display(self) -> str: return self.label or self.row or self.name
 
+# %% ../nbs/13i_spec.ipynb #bfad4957
 @dataclass(frozen=True)
 class Contrast:
     "A claim of the paper: arm `better` scores above arm `worse` on `columns`."
@@ -75,25 +79,27 @@ class Experiment:
         "What is measured for published `column` of `table`: its '<table>:<column>' entry, its own, or the name."
         return self.columns.get(f"{table}:{column}", self.columns.get(column, column))
 
-    def check(self) -> Experiment:
-        "Raise unless arms, tables, rows, contrasts and presets refer to things that exist."
-        if self.paper not in PAPERS: raise SentclError(f"{self.name}: unknown paper {self.paper!r}")
-        names = [a.name for a in self.arms]
-        if len(set(names)) != len(names): raise SentclError(f"{self.name}: arm names repeat: {names}")
-        rows = {r["row"] for t in self.tables for r in published(self.paper, t)["rows"]}
-        for a in self.arms:
-            if a.method is not None: get_method(a.method)
-            if a.row is not None and a.row not in rows:
-                raise SentclError(f"{self.name}: arm {a.name} names row {a.row!r}, which is in none of {self.tables}")
-            bad = set(a.presets) - set(ALL_PRESETS)
-            if bad: raise SentclError(f"{self.name}: arm {a.name} names unknown presets {sorted(bad)}")
-        for c in self.contrasts: self.arm(c.better), self.arm(c.worse)
-        for key in self.columns:
-            if ":" in key and key.split(":")[0] not in self.tables:
-                raise SentclError(f"{self.name}: columns key {key!r} names a table outside {self.tables}")
-        missing = set(ALL_PRESETS) - set(self.tasks)
-        if missing: raise SentclError(f"{self.name}: no tasks for preset(s) {sorted(missing)}")
-        return self
+# %% ../nbs/13i_spec.ipynb #2e9b8487
+@patch
+def check(self:Experiment) -> Experiment:
+    "Raise unless arms, tables, rows, contrasts and presets refer to things that exist."
+    if self.paper not in PAPERS: raise SentclError(f"{self.name}: unknown paper {self.paper!r}")
+    names = [a.name for a in self.arms]
+    if len(set(names)) != len(names): raise SentclError(f"{self.name}: arm names repeat: {names}")
+    rows = {r["row"] for t in self.tables for r in published(self.paper, t)["rows"]}
+    for a in self.arms:
+        if a.method is not None: get_method(a.method)
+        if a.row is not None and a.row not in rows:
+            raise SentclError(f"{self.name}: arm {a.name} names row {a.row!r}, which is in none of {self.tables}")
+        bad = set(a.presets) - set(ALL_PRESETS)
+        if bad: raise SentclError(f"{self.name}: arm {a.name} names unknown presets {sorted(bad)}")
+    for c in self.contrasts: self.arm(c.better), self.arm(c.worse)
+    for key in self.columns:
+        if ":" in key and key.split(":")[0] not in self.tables:
+            raise SentclError(f"{self.name}: columns key {key!r} names a table outside {self.tables}")
+    missing = set(ALL_PRESETS) - set(self.tasks)
+    if missing: raise SentclError(f"{self.name}: no tasks for preset(s) {sorted(missing)}")
+    return self
 
 # %% ../nbs/13i_spec.ipynb #be41665e
 STAND_IN_WORDS = {"clustering3_acc": "3 sets", "clustering3_nmi": "3 sets", "transfer2": "CR + TREC",
