@@ -31,9 +31,9 @@ __all__ = ['LAUNCHERS', 'SCALAR_OPTIONS', 'CLUSTER_FILE', 'ENV_PREFIX', 'SUBMITI
            'parse_mem', 'ClusterOptions', 'read_cluster_file', 'environment_settings', 'cluster_options',
            'executor_parameters', 'submitit_folder', 'sbatch_script', 'make_executor', 'stop_descendants',
            'ExperimentJob', 'checkpoint_step', 'TrainingJob', 'slurm_state_kind', 'job_state', 'job_paths', 'log_tail',
-           'outcome_path', 'job_outcome', 'training_order', 'waves', 'run_on_scheduler', 'experiment_state',
-           'batch_status', 'wave_scripts', 'job_plan', 'add_launcher_arguments', 'cluster_overrides',
-           'add_status_parser', 'run_status', 'run_job_plan']
+           'outcome_path', 'job_outcome', 'batch_runs', 'training_order', 'waves', 'run_on_scheduler',
+           'experiment_state', 'batch_status', 'wave_scripts', 'job_plan', 'add_launcher_arguments',
+           'cluster_overrides', 'add_status_parser', 'run_status', 'run_job_plan']
 
 # %% ../nbs/13d_launchers.ipynb #70a5c6fa
 LAUNCHERS = ("local", "slurm", "submitit-local")
@@ -360,15 +360,22 @@ def _trained(folder) -> bool:
     from sentcl.experiment_execute import read_json
     return bool((read_json(Path(folder)/"summary.json") or {}).get("finished"))
 
-def training_order(names:list, preset:str, out, plan_args:dict|None=None) -> dict:
-    "{experiment: [earlier experiments of `names` it waits for]}: those that first train a run it trains too."
+def batch_runs(name:str, preset:str, out, plan_args:dict|None=None,
+               planned:bool=False, # read the plan file the batch wrote, where there is one (`runner.plan_experiment`)
+              ) -> list:
+    "Experiment `name`'s runs in batch folder `out`, their folders relative to it: its plan file's, else planned here."
     from sentcl.catalog import get_experiment
-    from sentcl.experiment_plan import plan_runs
+    from sentcl.experiment_plan import plan_runs, read_plan
+    from sentcl.runner import PLAN_FILE
+    if planned and (Path(out)/name/PLAN_FILE).is_file(): return read_plan(Path(out)/name/PLAN_FILE, name, preset, name)
+    return plan_runs(get_experiment(name), preset, Path(name), **(plan_args or {}))
+
+def training_order(names:list, preset:str, out, plan_args:dict|None=None, planned:bool=False) -> dict:
+    "{experiment: [earlier experiments of `names` it waits for]}: those that first train a run it trains too."
     owner, after = {}, {}
     for n in names:
-        firsts = {owner.setdefault(r.train_folder, n) for r in plan_runs(get_experiment(n), preset, Path(out)/n,
-                                                                         **(plan_args or {}))
-                  if r.train_folder is not None and not _trained(r.train_folder)}
+        firsts = {owner.setdefault(r.train_folder, n) for r in batch_runs(n, preset, out, plan_args, planned)
+                  if r.train_folder is not None and not _trained(Path(out)/r.train_folder)}
         after[n] = [m for m in names if m in firsts - {n}]
     return after
 
@@ -488,7 +495,8 @@ def run_on_scheduler(names:list, # experiments, checked by `sentcl.runner.run_ba
             state.set(n, status="kept", error=None)
         else: todo.append(n)
     job_ids = _reattach(state, todo, launcher, out)
-    with temporary_environment(env): after = training_order(todo, preset, out, plan_arguments(parameters))
+    with temporary_environment(env):  # from the plan files `sentcl.runner.run_batch` wrote, where there are
+        after = training_order(todo, preset, out, plan_arguments(parameters), planned=True)
     parallel = options.array_parallelism or max(len(todo), 1)
     sub = _Submitter(state, launcher, out, preset, parameters, notebooks, options,
                      _job_threads(options, launcher, min(parallel, max(len(todo), 1))), env, log)
