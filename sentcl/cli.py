@@ -310,7 +310,7 @@ def run_demo(args) -> int:
     return 0
 
 # %% ../nbs/11_cli.ipynb #7e55a1f7
-EXPERIMENT_PRESET_NAMES = ("paper", "cpu", "cpu-smoke")  # sentcl.experiments.EXPERIMENT_PRESETS, without importing it
+EXPERIMENT_PRESET_NAMES = ("paper", "cpu", "cpu-smoke")  # sentcl.presets.ALL_PRESETS, not imported at start (08e_presets tests they agree)
 EXPERIMENT_PARAMETERS = tuple(batch_parameters())  # sentcl.parameters: the notebooks' own, less the flags below
 
 def parse_parameters(items:list[str], rehearse:bool=False) -> dict:
