@@ -310,7 +310,8 @@ def run_demo(args) -> int:
     return 0
 
 # %% ../nbs/11_cli.ipynb #7e55a1f7
-EXPERIMENT_PRESET_NAMES = ("paper", "cpu", "cpu-smoke")  # sentcl.presets.ALL_PRESETS, not imported at start (08e_presets tests they agree)
+# sentcl.presets.ALL_PRESETS, not imported when the CLI starts (08e_presets tests that they agree)
+EXPERIMENT_PRESET_NAMES = ("paper", "cpu", "cpu-smoke")
 EXPERIMENT_PARAMETERS = tuple(batch_parameters())  # sentcl.parameters: the notebooks' own, less the flags below
 
 def parse_parameters(items:list[str], rehearse:bool=False) -> dict:
@@ -339,7 +340,8 @@ def add_batch_arguments(run:argparse.ArgumentParser):
                      help="a notebook parameter for every experiment: "
                           + "; ".join(f"{k} ({h})" for k, h in batch_parameters().items()))
     run.add_argument("--rehearse", action="store_true",
-                     help="with --preset paper: every run at the paper's shapes for a step or two, offline (sentcl.rehearsal)")
+                     help="with --preset paper: every run at the paper's shapes for a step or two, offline "
+                          "(sentcl.rehearsal)")
 
 # %% ../nbs/11_cli.ipynb #1daea762
 def add_execution_arguments(run:argparse.ArgumentParser):
