@@ -16,7 +16,7 @@ from pathlib import Path
 
 # %% auto #0
 __all__ = ['SentclError', 'exists', 'default', 'atomic_write', 'write_json', 'cache_dir', 'text_hash', 'package_versions',
-           'git_commit', 'hardware', 'quiet_transformers']
+           'git_commit', 'hardware', 'quiet_transformers', 'modules_loaded_by']
 
 # %% ../nbs/00_core.ipynb #6dc06390
 class SentclError(Exception):
@@ -118,3 +118,14 @@ def quiet_transformers():
     finally:
         hf_logging.set_verbosity(level)
         if bars: hf_logging.enable_progress_bar()
+
+# %% ../nbs/00_core.ipynb #b5dec5f1
+def modules_loaded_by(module:str, # the module to import, e.g. "sentcl.experiment_spec"
+                      prefixes=("sentcl.",), # report loaded modules whose names start with one of these
+                     ) -> list[str]:
+    "The modules under `prefixes` a fresh Python has loaded after importing `module` alone, sorted."
+    import sys
+    code = (f"import sys, {module}; print(' '.join(sorted(m for m in sys.modules if m.startswith({tuple(prefixes)!r}))))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    if r.returncode: raise SentclError(f"importing {module} failed: {(r.stderr.strip().splitlines() or [''])[-1]}")
+    return r.stdout.split()
