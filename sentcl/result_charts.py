@@ -113,9 +113,10 @@ def dose_chart(table:pd.DataFrame, # `dose_table` rows: column, dose, mean, std,
             for d, vals in zip(sub["dose"], sub["values"]):
                 ax.plot([d] * len(vals), vals, ".", color="grey", alpha=0.7)
             if reference and col in reference:
-                ax.axhline(reference[col], color="grey", lw=0.8, ls="--", label="untrained")
+                ax.axhline(reference[col], color="grey", lw=0.8, ls="--", label=f"untrained ({reference[col]:.4g})")
                 ax.legend(frameon=False)
             ax.set_xscale("symlog", linthresh=smallest)  # dose 0 sits at 0, the others a decade apart
+            ax.set_xlim(-0.3 * smallest, max(doses) * 1.5 if max(doses) > 0 else 1.0)  # no negative doses
             ax.set_xlabel(dose_name); ax.set_title(col)
         if title: fig.suptitle(title)
     return FigureResult(fig, table)
