@@ -83,6 +83,7 @@ def row_status(doc:dict|None, arm:str|None, cells:list[dict]) -> str:
         pairs = [(c["mean"], c["paper"]) for c in cells if c["mean"] is not None and c["paper"] is not None]
         if pairs and all(abs(m - p) <= REPRODUCED_WITHIN for m, p in pairs):
             return f"reproduced (within ±{REPRODUCED_WITHIN:g})"
+        if not pairs and not statuses: return "measured (no paper number)"  # e.g. an arm the paper did not print
     elif not statuses: return "measured (not comparable)"
     if statuses and all(s == "supported" for s in statuses): return "direction reproduced"
     if "contradicted" in statuses: return "contradicted"
