@@ -59,6 +59,7 @@ CORPUS_ROWS = {  # rows of the hub file each paper trains on
 }
 PREMISE, HYPOTHESIS, WIKI_SENTENCE, PROMPT = 42, 22, 77, 12  # longest in a batch of 64; SNCSE's prompt adds 12
 
+# %% ../nbs/13f_costs.ipynb #11acfaec
 def example_rows(view:str, corpus:str) -> float:
     "Training examples each corpus row makes in `view` (SimCSE's triplets give PairSupCon two pairs)."
     return 2.0 if view in ("pairs", "nli3", "premise_groups") and corpus == "simcse" else 1.0
@@ -89,6 +90,7 @@ class GPU:
 REFERENCE_GPU = GPU("NVIDIA A100 40GB", {"fp32": 19.5e12, "bf16": 312e12, "fp16": 312e12}, 40e9)
 UTILISATION = 0.4  # the share of the peak a well-fed training step reaches
 
+# %% ../nbs/13f_costs.ipynb #867543e1
 def training_flops(arch:Architecture, seq:float, cached:bool) -> float:
     "FLOPs to train on one sequence of `seq` tokens: three forward passes (four under gradient caching)."
     forward = seq * (2 * arch.non_embedding + 2 * arch.layers * seq * arch.hidden)
@@ -100,6 +102,7 @@ def activation_bytes(arch:Architecture, seq:float, precision:str) -> float:
     per_layer = seq * arch.hidden * (34 + 5 * arch.heads * seq / arch.hidden)
     return arch.layers * per_layer * (2 if precision == "fp32" else 1)
 
+# %% ../nbs/13f_costs.ipynb #d0e6b8d2
 def peak_memory(arch:Architecture, lengths:list, batch:int, precision:str, mini_batch:int|None) -> float:
     "Bytes at the training step's peak: fp32 weights, gradients and Adam moments, and the live activations."
     states = 16 * arch.parameters
@@ -141,6 +144,7 @@ def cost_columns(run) -> dict:
             "memory GB": show(c["memory_gb"], lambda x: round(x, 1)),
             "memory GB (grad cache)": show(c["memory_gb_cached"], lambda x: round(x, 1))}
 
+# %% ../nbs/13f_costs.ipynb #c8e059f9
 def plan_cost(runs:list) -> dict:
     "Trainings (each store folder once), their tokens and GPU-hours, and the largest memory with and without caching."
     seen = {r.train_folder: run_cost(r) for r in runs if r.method is not None}

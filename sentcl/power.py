@@ -22,6 +22,7 @@ def paper_sign(paper_diff:float|None) -> float:
     "+1 when the paper's difference is positive, zero or not printed (the claim says 'better beats worse'), else -1."
     return -1.0 if paper_diff is not None and paper_diff < 0 else 1.0
 
+# %% ../nbs/13e_power.ipynb #f5a8c1a5
 def _diffs(fn:str, diffs) -> np.ndarray:
     "Per-seed paired differences as a 1-D float array, or a one-line SentclError."
     try: d = np.asarray(list(diffs), dtype=float)
@@ -29,6 +30,7 @@ def _diffs(fn:str, diffs) -> np.ndarray:
     if d.ndim != 1 or not np.isfinite(d).all(): raise SentclError(f"{fn}: diffs must be finite numbers, got {diffs!r}")
     return d
 
+# %% ../nbs/13e_power.ipynb #3d716deb
 def _check_levels(fn:str, alpha:float, power:float):
     if not 0 < alpha < 1: raise SentclError(f"{fn}: alpha must lie in (0, 1), got {alpha}")
     if not alpha < power < 1: raise SentclError(f"{fn}: power must lie in (alpha, 1), got {power}")
@@ -40,6 +42,7 @@ class PairedTest(NamedTuple):
     p_paper:float # P(T >= t) in the paper's direction: small when the differences lean the paper's way
     p_against:float # P(T <= t) in the paper's direction: small when they lean the other way
 
+# %% ../nbs/13e_power.ipynb #17eaee93
 def paired_t_test(diffs, # per-seed paired differences, better arm minus worse arm
                   paper_diff:float|None=None, # the paper's difference: only its sign is used (None: positive)
                  ) -> PairedTest:
@@ -57,6 +60,7 @@ def _power(noncentrality:float, df:int, alpha:float) -> float:
     "Power of the one-sided t-test at level `alpha` when its statistic follows a noncentral t(df, noncentrality)."
     return float(stats.nct.sf(stats.t.isf(alpha, df), df, noncentrality))
 
+# %% ../nbs/13e_power.ipynb #aba83d37
 def minimum_detectable_effect(sd:float, # standard deviation of the paired differences
                               n:int, # number of paired differences (seeds), at least 2
                               alpha:float=0.05, # level of the one-sided paired t-test
@@ -92,6 +96,7 @@ def _two_digits(x:float) -> str:
     "A positive number to two significant digits, without exponent: 6.9, 0.00046, 120."
     return np.format_float_positional(x, precision=2, unique=False, fractional=False, trim="-")
 
+# %% ../nbs/13e_power.ipynb #72e7a53e
 def _few_runs(agree:int, n:int) -> str:
     if n == 1: return "one run: agrees with the paper" if agree else "one run: disagrees"
     return f"{n} runs: " + ("agree" if agree == n else "disagree" if agree == 0 else "split")
@@ -122,6 +127,7 @@ def is_fragile(diffs) -> bool:
     if len(d) < 2: raise SentclError(f"is_fragile: needs at least 2 differences, got {len(d)}")
     return bool(abs(d.mean()) <= 2 * d.std(ddof=1))
 
+# %% ../nbs/13e_power.ipynb #837085f8
 def power_statement(diffs:list, paper_diff:float|None, min_runs:int=3, alpha:float=0.05, power:float=0.8) -> dict:
     "n, mean, sd, p in the paper's direction, MDE, seeds needed (paper's and measured effect), fragile, verdict."
     d = _diffs("power_statement", diffs)

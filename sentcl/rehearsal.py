@@ -64,6 +64,7 @@ def rehearsal_model_folder(model:str, root) -> Path:
     "Where the rehearsal stand-in of paper model `model` lives under `root` (a batch's `_rehearsal`)."
     return Path(root)/"models"/model.replace("/", "--")
 
+# %% ../nbs/13h_rehearsal.ipynb #3c9bdf6a
 def write_rehearsal_model(model:str, root, seed:int=0) -> Path:
     "Write (once) a seeded, randomly initialised model of `model`'s architecture, cut in depth; its folder."
     from transformers import AutoModel, AutoTokenizer

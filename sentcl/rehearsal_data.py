@@ -38,6 +38,7 @@ def take(items, # a list (or a DataFrame: its rows)
     idx = [(start + i) % len(items) for i in range(n)]
     return items.iloc[idx].reset_index(drop=True) if isinstance(items, pd.DataFrame) else [items[i] for i in idx]
 
+# %% ../nbs/13g_rehearsal_data.ipynb #78ad4da7
 def cycle_labels(n:int, names) -> list:
     "`n` labels going round `names`: every label equally often (to within one)."
     return [names[i % len(names)] for i in range(n)]
@@ -54,6 +55,7 @@ def _sample_pairs() -> pd.DataFrame:
     df = pd.concat(frames, ignore_index=True)[["sentence1", "sentence2", "score"]]
     return df.assign(score=df.score.astype(float))
 
+# %% ../nbs/13g_rehearsal_data.ipynb #94f693a6
 def sample_nli() -> pd.DataFrame:
     "The bundled SNLI pairs: `premise, hypothesis, label` (label names)."
     return _sample_nli().copy()
@@ -63,6 +65,7 @@ def _sample_nli() -> pd.DataFrame:
     cols = ["premise", "hypothesis", "label"]
     return read_tsv(SAMPLES_DIR/"nli"/"snli"/"train.tsv", tuple(cols))[cols]
 
+# %% ../nbs/13g_rehearsal_data.ipynb #2392ea8c
 def sample_sentences() -> list[str]:
     "Every distinct sentence of the bundled samples (WikiText, topics, SNLI, STS-B), in a fixed order."
     return list(_sample_sentences())
@@ -84,8 +87,12 @@ STS_SOURCES = {  # SentEval's sub-files of STS12-16 (STS13 without the licensed 
     "sts14": ("deft-forum", "deft-news", "headlines", "images", "OnWN", "tweet-news"),
     "sts15": ("answers-forums", "answers-students", "belief", "headlines", "images"),
     "sts16": ("answer-answer", "headlines", "plagiarism", "postediting", "question-question")}
+
+# %% ../nbs/13g_rehearsal_data.ipynb #33e7bcea
 CLUSTERING_K = {"agnews": 4, "searchsnippets": 8, "stackoverflow": 20, "biomedical": 20, "tweet": 89,
                 "googlenews_ts": 152, "googlenews_t": 152, "googlenews_s": 152}  # PairSupCon Table 1's clusters
+
+# %% ../nbs/13g_rehearsal_data.ipynb #c7d86153
 TREC_FINE = {"ABBR": ("abb", "exp"), "DESC": ("def", "manner"), "ENTY": ("animal", "cremat"), "HUM": ("ind", "gr"),
              "LOC": ("city", "country"), "NUM": ("count", "date")}
 TRANSFER_LABELS = {"mr": (0, 1), "cr": (0, 1), "subj": (0, 1), "mpqa": (0, 1), "sst2": (0, 1), "sst5": (0, 1, 2, 3, 4),
@@ -93,6 +100,8 @@ TRANSFER_LABELS = {"mr": (0, 1), "cr": (0, 1), "subj": (0, 1), "mpqa": (0, 1), "
 _TVT = ("train", "dev", "test")
 TRANSFER_SPLITS = {"sst2": _TVT, "sst5": _TVT, "sicke": _TVT,  # the others: one `all` file
                    "trec": ("train", "test"), "mrpc": ("train", "test")}
+
+# %% ../nbs/13g_rehearsal_data.ipynb #9ed74a7b
 PROBING_LABELS = {  # SentEval's label names (a subset where a task has many: word content has 1,000)
     "length": ("0", "1", "2", "3", "4", "5"), "wordcontent": ("time", "city", "music", "team", "war", "film"),
     "depth": ("5", "6", "7", "8", "9", "10", "11", "12"),
@@ -164,6 +173,7 @@ def task_files(task:str, rows:int) -> dict:
     if task in PROBING_LABELS: return probing_files(task, rows)
     raise SentclError(f"no rehearsal stand-in for task {task!r}; the paper preset's tasks: {', '.join(paper_tasks())}")
 
+# %% ../nbs/13g_rehearsal_data.ipynb #0002adf4
 def paper_tasks() -> list[str]:
     "Every evaluation task the `paper` preset's experiments name, groups resolved."
     from sentcl.catalog import EXPERIMENTS  # the catalogue sits above this module's data
@@ -176,6 +186,7 @@ def _manifest_matches(folder:Path, manifest:dict) -> bool:
     try: return json.loads((folder/MANIFEST).read_text()) == manifest
     except (OSError, ValueError): return False
 
+# %% ../nbs/13g_rehearsal_data.ipynb #b7cb35d8
 def atomic_folder(folder, # the folder to make
                   manifest:dict, # what it holds (JSON); equal manifest: the folder is reused
                   build, # called with a temporary folder to fill
@@ -208,6 +219,7 @@ def _write_table(path:Path, content):
         ["\t".join(content.columns)] + ["\t".join(map(str, r)) for r in content.itertuples(index=False)])
     path.write_text("\n".join(rows) + "\n", encoding="utf-8")
 
+# %% ../nbs/13g_rehearsal_data.ipynb #fe97e7c1
 def _readme(title:str, body:str) -> str:
     return (f"# {title}\n\n> {STAND_IN_NOTE}\n\n{body}\n\nBuilt by sentcl.rehearsal_data from the package's bundled "
             "samples (sentcl/samples, see its ATTRIBUTION.md): real sentences, most labels synthetic.\n")
@@ -240,12 +252,14 @@ def _hub_splits(source:HubSource) -> list[str]:
     "The hub split names of `source` that are one file each (joined ones like 'train+test' are not)."
     return [s for s in dict.fromkeys(dict(source.splits).values() or ["train"]) if "+" not in s]
 
+# %% ../nbs/13g_rehearsal_data.ipynb #0b922da5
 def _nli_table(n:int|None, unlabeled:int=0) -> dict:
     "SNLI-sample pairs as hub columns, label ids 0-2 (-1: no gold label, every `unlabeled`-th row)."
     nli = sample_nli() if n is None else take(sample_nli(), n)
     ids = [-1 if unlabeled and i % unlabeled == unlabeled - 1 else LABELS.index(l) for i, l in enumerate(nli.label)]
     return {"premise": nli.premise.tolist(), "hypothesis": nli.hypothesis.tolist(), "label": ids}
 
+# %% ../nbs/13g_rehearsal_data.ipynb #527a6e44
 def _documents(n:int, num_anchors:int=2, max_span:int=512) -> list[str]:
     "`n` long documents: every paragraph of the sample articles, shuffled with seed i for document i."
     paragraphs = [p for f in sorted((SAMPLES_DIR/"documents").glob("*.txt"))

@@ -37,10 +37,11 @@ def test_a_notebook_with_a_known_shape(tmp_path):
 
 
 def test_the_model_notebooks_meet_the_bar():
-    "Issue 24 item 9's four notebooks and those split from 02_data and 13d_launchers: median <= 12, >= 80% tested."
+    "Issue 24 item 9's four notebooks, those split from 02_data and 13d_launchers, and 13e-13h: median <= 12, >= 80%."
     names = ["01_encoders", "01a_st_modules", "07d_supcon", "02_data", "02a_data_layout", "02b_data_hub",
              "02c_data_tasks", "02d_data_corpora", "11_cli", "13d_launchers", "13d0_launcher_slurm",
-             "13d1_launcher_jobs", "13d2_launcher_batch", "13d3_launcher_cli"]
+             "13d1_launcher_jobs", "13d2_launcher_batch", "13d3_launcher_cli", "13e_power", "13f_costs",
+             "13g_rehearsal_data", "13h_rehearsal"]
     for n in names:
         s = ns.shape(ROOT/"nbs"/f"{n}.ipynb")
         assert s["median"] <= ns.MEDIAN_BAR and s["share"] >= ns.TESTED_BAR, (n, s)
