@@ -56,13 +56,12 @@ def get_experiment(name:str) -> Experiment:
                           f"{', '.join(EXPERIMENTS)}")
     return EXPERIMENTS[name].check()
 
+# %% ../nbs/13a_catalog.ipynb #b67dadd5
 def experiment_session(name:str, **parameters) -> ExperimentSession:
     "The session of experiment `name` under a notebook's parameters (preset, model, data_dir, steps, ...)."
     return ExperimentSession(get_experiment(name), **parameters)
 
 # %% ../nbs/13a_catalog.ipynb #3ce24c08
-_UNITS = {"nli": "pairs", "sentences": "sentences", "documents": "documents"}  # one example of a view's corpus
-
 def _stand_ins(exp:Experiment, p:Preset, tasks:list) -> dict:
     "{compared column: the column read in its place} for columns `tasks` do not produce but a stand-in does."
     fake = {t: dict.fromkeys(("all", "mean", "wmean", "spearman", "acc", "acc_mean", "nmi_mean"), 1.0) for t in tasks}
@@ -73,6 +72,8 @@ def _stand_ins(exp:Experiment, p:Preset, tasks:list) -> dict:
             and measured_value(ev, c, stand_ins=p.stand_ins) is not None}
 
 # %% ../nbs/13a_catalog.ipynb #ab1fbea8
+_UNITS = {"nli": "pairs", "sentences": "sentences", "documents": "documents"}  # one example of a view's corpus
+
 def _plan_facts(exp:Experiment, p:Preset) -> dict:
     "What `plan_runs` will run for `exp` under `p`: arms, trainings, models, lengths, batches, data and tasks."
     runs = plan_runs(exp, p.name, out=Path("/nonexistent"), data_dir="<data-dir>" if p.needs_data_dir else None)
@@ -89,6 +90,7 @@ def _plan_facts(exp:Experiment, p:Preset) -> dict:
             "train_data": sorted({r.options.train_data or r.config.corpus for r in trained}),
             "tasks": by_kind, "stand_ins": _stand_ins(exp, p, tasks)}
 
+# %% ../nbs/13a_catalog.ipynb #0b94770d
 def preset_facts(preset:str, # a key of `sentcl.presets.PRESETS`
                  experiment:str|None=None, # an experiment: add what its runs under `preset` are
                 ) -> dict:
@@ -107,11 +109,13 @@ _n = lambda n, word: f"{n} {word}{'' if n == 1 else 's'}"
 _list = lambda xs: ", ".join(map(str, xs))
 _or = lambda xs: _list(xs[:-1]) + f" or {xs[-1]}" if len(xs) > 1 else _list(xs)
 
+# %% ../nbs/13a_catalog.ipynb #8c5bfc84
 def _precision_words(f:dict) -> str:
     say = lambda p: "bf16 where the device has fast bf16 units, else fp32 (`auto`)" if p == "auto" else p
     if f["precision"] == f["eval_precision"]: return f"{say(f['precision'])} for training and evaluation"
     return f"{say(f['precision'])} for training, {say(f['eval_precision'])} for evaluation"
 
+# %% ../nbs/13a_catalog.ipynb #5c96f22f
 def _data_words(f:dict) -> str:
     if f["needs_data_dir"]: return "a data folder in sentcl's layout (`data_dir`)"
     if f["data_dir"] is None: return "the dataset hub"
@@ -125,6 +129,7 @@ def _batch_words(batches:list) -> str:
     for b, u in batches: units.setdefault(u, []).append(b)
     return "batches of " + "; ".join(f"{_or(bs)} {u}" for u, bs in units.items())
 
+# %% ../nbs/13a_catalog.ipynb #35aef291
 def _run_words(f:dict) -> list[str]:
     "Length, model, batch and seeds of a preset's runs (of its experiment's runs when `f` has them)."
     planned = "experiment" in f
@@ -142,6 +147,7 @@ def _run_words(f:dict) -> list[str]:
              + (f" ({_list(f['run_seeds'])})" if planned and f["run_seeds"] else "") + ", one run per arm")
     return [length, model, batch, seeds]
 
+# %% ../nbs/13a_catalog.ipynb #a6683b4d
 def _arm_words(f:dict) -> str:
     "Which arms run and how many trainings that is."
     arms, untrained = [f"{a} (untrained)" for a in f["untrained"]] + f["trained"], len(f["untrained"])
@@ -169,6 +175,7 @@ def preset_summary(preset:str, # a key of `sentcl.presets.PRESETS`
         parts.append(_arm_words(f))
     return f"The `{f['preset']}` preset ({f['kind']}): " + "; ".join(parts) + "."
 
+# %% ../nbs/13a_catalog.ipynb #1cf5e3e5
 def preset_summaries(experiment:str, # an experiment name
                      presets=ALL_PRESETS, # the presets to describe
                     ) -> str:

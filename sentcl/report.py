@@ -8,64 +8,25 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from .catalog import EXPERIMENTS
-from .core import SentclError, atomic_write, default
-from .experiment_execute import read_json
+from .core import SentclError, atomic_write
 from .experiment_plan import plan_runs
-from .experiment_results import check_results, contrast_rows, measured_rows, measured_value, seed_values, stand_ins_in
 from .experiment_spec import column_headings, published
-from .presets import get_preset
 from .paper_numbers import PAPERS, load_published
 
 # %% auto #0
-__all__ = ['REPRODUCED_WITHIN', 'refresh_derived', 'collect_results', 'collect_failures', 'row_status', 'stand_ins_used',
-           'experiment_section', 'report_markdown', 'write_report', 'paper_experiments', 'compare_results',
+__all__ = ['REPRODUCED_WITHIN', 'row_status', 'experiment_section', 'report_markdown', 'write_report', 'paper_experiments',
+           'refresh_derived', 'collect_results', 'collect_failures', 'stand_ins_used', 'compare_results',
            'run_precision', 'setting_differences']
 
-# %% ../nbs/13c_report.ipynb #5baccb51
-def refresh_derived(doc:dict) -> dict:
-    "Recompute a results document's `measured` and `contrasts` rows from its runs with the current code."
-    exp, stand_ins = EXPERIMENTS[doc["experiment"]], get_preset(doc["preset"]).stand_ins
-    doc["measured"] = measured_rows(exp, doc["runs"], stand_ins)
-    doc["contrasts"] = contrast_rows(exp, doc["runs"], stand_ins)
-    return doc
-
-# %% ../nbs/13c_report.ipynb #93a272bd
-def collect_results(*roots,
-                    problems:dict|None=None, # filled with {experiment: why its results.json could not be read}
-                   ) -> dict:
-    "{experiment: results document} from batch folders (`<root>/<experiment>/results.json`); the newest wins."
-    found, problems = {}, default(problems, {})
-    for root in roots:
-        root = Path(root)
-        if not root.is_dir():
-            raise SentclError(f"{root}: no such folder; give a folder that `sentcl experiments run` wrote")
-        for p in sorted(root.glob("*/results.json")):
-            said = lambda why, name=p.parent.name: problems.setdefault(name, why)
-            doc = read_json(p, said, set_aside=False)
-            if doc is None: continue
-            try: check_results(doc, str(p))
-            except SentclError as e: said(str(e)); continue
-            doc["_folder"] = str(p.parent)
-            if doc["experiment"] in EXPERIMENTS: refresh_derived(doc)
-            if doc["experiment"] not in found or doc["created"] > found[doc["experiment"]]["created"]:
-                found[doc["experiment"]] = doc
-    return found
-
-def collect_failures(*roots,
-                     problems:dict|None=None, # filled with {batch.json path: why it could not be read}
-                    ) -> dict:
-    "{experiment: error} of experiments a batch recorded as failed (`<root>/batch.json`)."
-    failed, problems = {}, default(problems, {})
-    for root in roots:
-        path = Path(root)/"batch.json"
-        state = read_json(path, lambda why: problems.setdefault(str(path), why), set_aside=False) or {}
-        for name, rec in state.get("experiments", {}).items():
-            if rec.get("status") == "failed": failed[name] = rec.get("error") or "failed"
-    return failed
+# %% ../nbs/13c_report.ipynb #b460fc8f
+# reading and comparing results is `sentcl.report_results`; the report re-exports it
+from .report_results import (collect_failures, collect_results, compare_results, refresh_derived, run_precision,
+                                   setting_differences, stand_ins_used)
+_all_ = ["refresh_derived", "collect_results", "collect_failures", "stand_ins_used", "compare_results", "run_precision",
+         "setting_differences"]
 
 # %% ../nbs/13c_report.ipynb #a0539f88
 REPRODUCED_WITHIN = 1.0  # points (×100 scale): the tolerance of "reproduced" under the paper preset
@@ -73,6 +34,7 @@ REPRODUCED_WITHIN = 1.0  # points (×100 scale): the tolerance of "reproduced" u
 def _claims_of(doc:dict, arm:str) -> list[dict]:
     return [c for c in doc["contrasts"] if arm in (c["better"], c["worse"]) and c["status"] != "not measured"]
 
+# %% ../nbs/13c_report.ipynb #53e37bca
 def row_status(doc:dict|None, arm:str|None, cells:list[dict]) -> str:
     "The status of one published row, from its measured cells and the claims its arm takes part in."
     if doc is None or arm is None or not any(c["mean"] is not None for c in cells): return "not run"
@@ -96,17 +58,33 @@ def _fmt(x, std=None, decimals:int=2) -> str:
     if x is None: return "–"
     return f"{x:.{decimals}f}" + (f" ± {std:.2f}" if std is not None else "")
 
+# %% ../nbs/13c_report.ipynb #7b43ebc1
+def _table_head(exp, table:str, cols:list, doc:dict|None) -> list[str]:
+    "The heading and rule of a table's Markdown; a stand-in is never shown under the paper's name."
+    used = stand_ins_used(doc) if doc else {}
+    def heading(c):
+        stand_in = used.get(exp.measured_column(c, table))
+        return c if stand_in is None else " / ".join(column_headings(c, stand_in))
+    return [f"| row | status | " + " | ".join(heading(c) for c in cols) + " |", "|---|---|" + "---:|" * len(cols)]
+
+# %% ../nbs/13c_report.ipynb #680ffbef
+def _unpublished_rows(exp, cols:list, measured:list, doc:dict|None) -> list[str]:
+    "A row per measured arm that no published row names (the untrained model, a setting the paper did not run)."
+    lines, arms = [], {a.row: a for a in exp.arms if a.row is not None}
+    for arm in {m["arm"] for m in measured} - {a.name for a in arms.values()}:
+        cells = [m for m in measured if m["arm"] == arm]
+        by_col = {m["column"]: m for m in cells}
+        vals = [f"– / {_fmt(by_col[c]['mean'], by_col[c]['std']) if c in by_col else '–'}" for c in cols]
+        lines.append(f"| {exp.arm(arm).display} | {row_status(doc, arm, cells)} | " + " | ".join(vals) + " |")
+    return lines
+
+# %% ../nbs/13c_report.ipynb #8e7422d8
 def _table_lines(exp, table:str, doc:dict|None) -> list[str]:
     "A Markdown table: one row per published row (and per measured arm), 'paper / measured' per column."
     t = published(exp.paper, table)
     cols, decimals = t["columns"], t.get("decimals") if t.get("decimals") is not None else 2
     measured = [m for m in (doc or {}).get("measured", []) if m["table"] == table]
-    used = stand_ins_used(doc) if doc else {}
-    def heading(c):  # a stand-in is never shown under the paper's name
-        stand_in = used.get(exp.measured_column(c, table))
-        return c if stand_in is None else " / ".join(column_headings(c, stand_in))
-    lines = [f"| row | status | " + " | ".join(heading(c) for c in cols) + " |", "|---|---|" + "---:|" * len(cols)]
-    arms = {a.row: a for a in exp.arms if a.row is not None}
+    lines = _table_head(exp, table, cols, doc)
     seen = set()
     for r in t["rows"]:
         if r["row"] in seen: continue  # a repeated label (PairSupCon Table 4) shows once
@@ -118,12 +96,7 @@ def _table_lines(exp, table:str, doc:dict|None) -> list[str]:
             vals = [f"{_fmt(r['values'].get(c), decimals=decimals)} / "
                     f"{_fmt(by_col[c]['mean'], by_col[c]['std']) if c in by_col else '–'}" for c in cols]
             lines.append(f"| {label} | {row_status(doc, arm_name, cells)} | " + " | ".join(vals) + " |")
-    for arm in {m["arm"] for m in measured} - {a.name for a in arms.values()}:
-        cells = [m for m in measured if m["arm"] == arm]
-        by_col = {m["column"]: m for m in cells}
-        vals = [f"– / {_fmt(by_col[c]['mean'], by_col[c]['std']) if c in by_col else '–'}" for c in cols]
-        lines.append(f"| {exp.arm(arm).display} | {row_status(doc, arm, cells)} | " + " | ".join(vals) + " |")
-    return lines
+    return lines + _unpublished_rows(exp, cols, measured, doc)
 
 # %% ../nbs/13c_report.ipynb #9396d392
 def _contrast_lines(doc:dict) -> list[str]:
@@ -140,6 +113,13 @@ def _contrast_lines(doc:dict) -> list[str]:
                      f"{_fmt(c['mean'], c['std'])} | {c['status']} |")
     return lines
 
+# %% ../nbs/13c_report.ipynb #9499cccd
+def _stand_in_note(doc:dict) -> str:
+    used = stand_ins_used(doc)
+    if not used: return ""
+    return ". Stand-ins (`sentcl.experiments` presets): " + ", ".join(f"`{c}` is `{o}`" for c, o in used.items())
+
+# %% ../nbs/13c_report.ipynb #6558a669
 def _provenance(doc:dict) -> str:
     "What a result was measured with: preset, model, data and size, seeds, hardware, date."
     runs = [r for r in doc["runs"] if r["method"] is not None]
@@ -154,15 +134,6 @@ def _provenance(doc:dict) -> str:
             f"{hw.get('gpu') or hw.get('cpu')} ({hw.get('cores')} cores); {doc['created'][:10]}"
             + ("" if doc["complete"] else "; **incomplete**") + _stand_in_note(doc))
 
-def stand_ins_used(doc:dict) -> dict:
-    "{column: the measurement that stood in for it} in a results document (a small preset's cheaper stand-ins)."
-    return stand_ins_in(doc["runs"], get_preset(doc["preset"]).stand_ins)
-
-def _stand_in_note(doc:dict) -> str:
-    used = stand_ins_used(doc)
-    if not used: return ""
-    return ". Stand-ins (`sentcl.experiments` presets): " + ", ".join(f"`{c}` is `{o}`" for c, o in used.items())
-
 # %% ../nbs/13c_report.ipynb #e12f37e7
 def _figure_lines(doc:dict, out:Path) -> list[str]:
     "Copy the experiment's PNG figures beside the report and embed them."
@@ -176,6 +147,7 @@ def _figure_lines(doc:dict, out:Path) -> list[str]:
         lines += ["", f"![{doc['experiment']}: {src.stem}](figures/{doc['experiment']}/{src.name})"]
     return lines
 
+# %% ../nbs/13c_report.ipynb #053d0a95
 def experiment_section(exp, doc:dict|None, out:Path, failure:str|None=None,
                        problem:str|None=None, # why its results file could not be read
                       ) -> list[str]:
@@ -196,6 +168,17 @@ def experiment_section(exp, doc:dict|None, out:Path, failure:str|None=None,
     if doc: lines += _figure_lines(doc, out)
     return lines + [""]
 
+# %% ../nbs/13c_report.ipynb #2894b68a
+def _summary_row(name:str, doc:dict|None, failures:dict, problems:dict) -> str:
+    "The summary table's row of experiment `name`: preset, runs, claims supported and date, or why there is no result."
+    if doc is None:
+        why = (f"failed: {failures[name]}" if name in failures else
+               f"unreadable results, shown as not run: {problems[name]}" if name in problems else "not run")
+        return f"| [{name}](#{name}) | – | – | – | {why} |"
+    sup = sum(c["status"] == "supported" for c in doc["contrasts"])
+    total = sum(c["status"] != "not measured" for c in doc["contrasts"])
+    return f"| [{name}](#{name}) | {doc['preset']} | {len(doc['runs'])} | {sup}/{total} | {doc['created'][:10]} |"
+
 # %% ../nbs/13c_report.ipynb #47ff934f
 def report_markdown(results:dict, out:Path, failures:dict|None=None,
                     problems:dict|None=None, # {experiment or file: why it could not be read}
@@ -207,16 +190,7 @@ def report_markdown(results:dict, out:Path, failures:dict|None=None,
              "direction, a `cpu-smoke` result is a pipeline check.", "",
              "| experiment | preset | runs | claims supported | date |", "|---|---|---:|---:|---|"]
     failures, problems = failures or {}, problems or {}
-    for name, exp in EXPERIMENTS.items():
-        d = results.get(name)
-        if d is None:
-            why = (f"failed: {failures[name]}" if name in failures else
-                   f"unreadable results, shown as not run: {problems[name]}" if name in problems else "not run")
-            lines.append(f"| [{name}](#{name}) | – | – | – | {why} |")
-            continue
-        sup = sum(c["status"] == "supported" for c in d["contrasts"])
-        total = sum(c["status"] != "not measured" for c in d["contrasts"])
-        lines.append(f"| [{name}](#{name}) | {d['preset']} | {len(d['runs'])} | {sup}/{total} | {d['created'][:10]} |")
+    lines += [_summary_row(name, results.get(name), failures, problems) for name in EXPERIMENTS]
     for paper in PAPERS:
         lines += ["", f"## {load_published(paper)['title']}", ""]
         for name, exp in EXPERIMENTS.items():
@@ -228,6 +202,7 @@ def report_markdown(results:dict, out:Path, failures:dict|None=None,
                               + "; ".join(unknown.values()) + ".", ""]
     return "\n".join(lines) + "\n"
 
+# %% ../nbs/13c_report.ipynb #384cf9be
 def write_report(roots, # batch folders (`sentcl experiments run --out`)
                  out, # the report folder: report.md and figures/
                 ) -> Path:
@@ -260,66 +235,3 @@ def paper_experiments(paper:str, # a key of `sentcl.paper_numbers.PAPERS`
                      "result": "not run" if doc is None else f"{doc['preset']}: {len(doc['runs'])} runs, "
                                f"{held}/{len(measured)} claim columns supported"})
     return pd.DataFrame(rows)
-
-# %% ../nbs/13c_report.ipynb #b3ef7577
-def _seed_values_of(doc:dict, arm:str, column:str, table:str) -> dict:
-    "{seed: value} of one arm's published `column` of `table` in a results document, its preset's stand-ins applied."
-    exp = EXPERIMENTS[doc["experiment"]]
-    return seed_values(doc["runs"], arm, exp.measured_column(column, table),
-                        published(exp.paper, table).get("aggregation"), get_preset(doc["preset"]).stand_ins)
-
-def compare_results(base:dict, # {experiment: results document}, e.g. `collect_results("results/cpu")`
-                    other:dict, # the same from a rerun
-                   ) -> pd.DataFrame:
-    "Per experiment, claimed arm and column measured in both: the two means, the base's spread, and whether they agree."
-    rows = []
-    for name in [n for n in base if n in other]:
-        a, b = base[name], other[name]
-        if a["preset"] != b["preset"]:
-            raise SentclError(f"{name}: the results come from presets {a['preset']!r} and {b['preset']!r}; "
-                              "compare two runs of the same preset")
-        used = dict.fromkeys((arm, c["column"], c["table"]) for c in a["contrasts"] if c["n"]
-                             for arm in (c["better"], c["worse"]))
-        for arm, column, table in used:
-            va, vb = _seed_values_of(a, arm, column, table), _seed_values_of(b, arm, column, table)
-            seeds = [s for s in va if s in vb]
-            if not seeds: continue
-            x, y = np.array([va[s] for s in seeds]), np.array([vb[s] for s in seeds])
-            every = np.array(list(va.values()))  # the base's spread over all its seeds, when the rerun has fewer
-            std = float(np.std(every, ddof=1)) if len(every) > 1 else 0.0
-            delta = float(y.mean() - x.mean())
-            rows.append({"experiment": name, "arm": arm, "column": column, "seeds": len(seeds),
-                         "base": round(float(x.mean()), 4), "base std": round(std, 4),
-                         "other": round(float(y.mean()), 4), "difference": round(delta, 4),
-                         "largest seed difference": round(float(np.abs(y - x).max()), 4),
-                         "within spread": bool(abs(delta) <= std + 1e-9)})
-    if not rows: raise SentclError("no experiment has a measured claim in both result sets; "
-                                   "compare folders that `sentcl experiments run` wrote for the same experiments")
-    return pd.DataFrame(rows)
-
-# %% ../nbs/13c_report.ipynb #41dc4b79
-def run_precision(doc:dict) -> dict:
-    "{'training': ..., 'evaluation': ...} a results document ran at; older documents: read from their runs."
-    if doc.get("precision"): return doc["precision"]
-    ev = sorted({r["eval"].get("settings", {}).get("precision") or "fp32" for r in doc["runs"]})
-    # 'auto' training beside 'auto' evaluation resolved on the same machine in the same session: the same answer
-    same = len(ev) == 1 and get_preset(doc["preset"]).eval_precision == "auto"
-    def trained(r):
-        asked = r["describe"]["precision"]
-        if (r.get("train") or {}).get("precision"): return r["train"]["precision"]
-        return f"{ev[0]} (auto, as its evaluation resolved)" if asked == "auto" and same else \
-            f"{asked} (resolved value not recorded)"
-    tr = sorted({trained(r) for r in doc["runs"] if r["method"] is not None})
-    return {"training": ", ".join(tr) or None, "evaluation": ", ".join(ev) or None}
-
-def setting_differences(base:dict, other:dict) -> list[str]:
-    "One line per experiment whose two results ran at another precision or on other hardware."
-    from sentcl.precision import bf16_units
-    lines = []
-    for name in [n for n in base if n in other]:
-        pa, pb = run_precision(base[name]), run_precision(other[name])
-        moved = [f"{k} {pa.get(k)} vs {pb.get(k)}" for k in ("training", "evaluation") if pa.get(k) != pb.get(k)]
-        if moved: lines.append(f"{name}: precision differs: {'; '.join(moved)}")
-        ha, hb = bf16_units(base[name].get("hardware", {})), bf16_units(other[name].get("hardware", {}))
-        if ha != hb: lines.append(f"{name}: hardware differs: {ha} vs {hb}")
-    return lines

@@ -30,7 +30,7 @@ from .presets import PRESETS, get_preset
 # %% auto #0
 __all__ = ['PLAN_FILE', 'select_experiments', 'list_experiments', 'dry_run', 'data_label', 'machine_paths', 'portable_text',
            'notebooks_dir', 'notebook_path', 'papermill_command', 'job_environment', 'experiment_done', 'BatchState',
-           'plan_experiment', 'run_one', 'run_batch', 'temporary_environment']
+           'plan_experiment', 'run_one', 'temporary_environment', 'run_batch']
 
 # %% ../nbs/13b_runner.ipynb #f6520716
 def select_experiments(names=None, # experiment names (None or empty: all of them, or all of `paper`'s)
@@ -53,6 +53,7 @@ def _counts(exp, preset:str) -> str:
     trained = sum(r.method is not None for r in runs)
     return f"{trained} trained + {len(runs) - trained} untrained"
 
+# %% ../nbs/13b_runner.ipynb #4f87bbb2
 def list_experiments(names=None, paper:str|None=None) -> pd.DataFrame:
     "One row per experiment: name, paper, tables, what it measures, runs per preset, the cpu preset's cost."
     rows = []
@@ -97,6 +98,7 @@ def machine_paths(batch:Path, # the batch folder
              **{p: "$SENTCL_DATA" for p in (env or {}).get("SENTCL_DATA", "").split(os.pathsep) if p}}
     return dict(sorted(((k, v) for k, v in found.items() if len(k) > 1), key=lambda kv: -len(kv[0])))
 
+# %% ../nbs/13b_runner.ipynb #7f5e4064
 def portable_text(text:str, paths:dict) -> str:
     "`text` with each absolute path of `paths` (see `machine_paths`) replaced by its label."
     for path, label in paths.items(): text = text.replace(path, label)
@@ -113,6 +115,7 @@ def notebooks_dir(notebooks=None) -> Path:
                           "(the folder holding <experiment>.ipynb)")
     return d
 
+# %% ../nbs/13b_runner.ipynb #249aabcd
 def notebook_path(name:str, notebooks=None) -> Path:
     "The notebook of experiment `name`."
     p = notebooks_dir(notebooks)/f"{name}.ipynb"
@@ -125,6 +128,7 @@ def papermill_command(notebook:Path, target:Path, parameters:dict, cwd:Path) -> 
     return [sys.executable, "-m", "papermill", str(notebook), str(target), "-y", json.dumps(parameters),
             "-k", "python3", "--log-output", "--no-progress-bar", "--cwd", str(cwd)]
 
+# %% ../nbs/13b_runner.ipynb #54e18186
 def job_environment(slot:int, jobs:int,
                     gpus:int|None=None, # GPUs on this machine (None: ask torch)
                     cores:int|None=None, # CPU cores (None: os.cpu_count())
@@ -157,6 +161,7 @@ def experiment_done(folder:Path, preset:str, log=None,
         return False
     return doc["complete"] and doc["preset"] == preset and (doc.get("kind") == "rehearsal") == bool(rehearse)
 
+# %% ../nbs/13b_runner.ipynb #1f367479
 class BatchState:
     "`<out>/batch.json`: each experiment's status (pending, running, done, kept, failed), times and error; atomic."
     def __init__(self, out:Path, log=None):
@@ -188,6 +193,7 @@ def _error_of(log:Path, returncode:int) -> str:
     hits = [l for l in lines if "Error" in l or "Exception" in l]
     return (hits[-1] if hits else f"papermill exited with status {returncode}")[:500]
 
+# %% ../nbs/13b_runner.ipynb #a00299a9
 def _make_portable(files, paths:dict):
     "Rewrite text files (a log, an executed notebook) with this machine's paths replaced by labels."
     for f in files:
@@ -196,6 +202,7 @@ def _make_portable(files, paths:dict):
         if (new := portable_text(text, paths)) != text:
             with atomic_write(f) as g: g.write(new)
 
+# %% ../nbs/13b_runner.ipynb #7ea3d610
 def run_one(name:str, preset:str, out:Path, parameters:dict, notebooks=None, env=None) -> dict:
     "Execute one experiment notebook into `out/<name>/`; returns status, seconds and the error if it failed."
     out = Path(out); folder = out/name
@@ -214,27 +221,27 @@ def run_one(name:str, preset:str, out:Path, parameters:dict, notebooks=None, env
              else "the notebook ended without a complete results.json")
     return {"status": "failed", "seconds": seconds, "error": error}
 
+# %% ../nbs/13b_runner.ipynb #9f9fedd4
+@contextlib.contextmanager
+def temporary_environment(values:dict):
+    "Set environment `values` for the duration (the batch's SENTCL_DATA while it plans)."
+    old = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try: yield
+    finally:
+        for k, v in old.items():
+            if v is None: os.environ.pop(k, None)
+            else: os.environ[k] = v
+
 # %% ../nbs/13b_runner.ipynb #9c17291c
 def _line(i:int, n:int, name:str, rec:dict) -> str:
     extra = f" ({rec['seconds']:.0f} s)" if rec.get("seconds") is not None else ""
     return f"[{i}/{n}] {name}: {rec['status']}{extra}" + (f" - {rec['error']}" if rec.get("error") else "")
 
-def run_batch(names=None, preset:str="cpu-smoke", out="runs/experiments", data_dir=None, paper=None,
-              parameters:dict|None=None, jobs:int=1, force:bool=False, notebooks=None, log=print,
-              launcher:str="local", # local (this process pool), or slurm / submitit-local (`sentcl.launchers`)
-              cluster:dict|None=None, wait:bool=True, # the jobs' Slurm settings; wait for them (see `run_on_scheduler`)
-             ) -> pd.DataFrame:
-    "Run experiments as a resumable batch, here or as scheduler jobs; one row per experiment: status, seconds, error."
-    get_preset(preset)
-    if jobs < 1: raise SentclError(f"--jobs {jobs}: give at least 1")
-    names, out = select_experiments(names, paper, preset), Path(out)
-    label, data_env = data_label(data_dir)
-    params = {**(parameters or {}), **({"data_dir": label} if label else {})}
-    with temporary_environment(data_env):  # each experiment planned once, here, resolving the label as the jobs will
-        for n in names: notebook_path(n, notebooks); plan_experiment(n, preset, out, params)
-    if launcher != "local":  # Slurm, or submitit's local executor: sentcl.launchers submits, records and waits
-        from sentcl.launchers import run_on_scheduler
-        return run_on_scheduler(names, preset, out, params, notebooks, launcher, cluster, force, wait, data_env, log)
+# %% ../nbs/13b_runner.ipynb #10ab42d9
+def _run_locally(names:list, preset:str, out:Path, params:dict, jobs:int, force:bool, notebooks, log, data_env:dict,
+                ) -> pd.DataFrame:
+    "The batch on this machine, `jobs` notebooks at a time: finished experiments kept, the others run; one row each."
     state, todo = BatchState(out, log), []
     for n in names:
         if not force and experiment_done(out/n, preset, log, params.get("rehearse", False)):
@@ -254,15 +261,21 @@ def run_batch(names=None, preset:str="cpu-smoke", out="runs/experiments", data_d
     return pd.DataFrame([{"experiment": n, **{k: state.get(n).get(k) for k in ("status", "seconds", "error")}}
                          for n in names])
 
-@contextlib.contextmanager
-def temporary_environment(values:dict):
-    "Set environment `values` for the duration (the batch's SENTCL_DATA while it plans)."
-    old = {k: os.environ.get(k) for k in values}
-    os.environ.update(values)
-    try: yield
-    finally:
-        for k, v in old.items():
-            if v is None: os.environ.pop(k, None)
-            else: os.environ[k] = v
-
-
+# %% ../nbs/13b_runner.ipynb #7c6f5343
+def run_batch(names=None, preset:str="cpu-smoke", out="runs/experiments", data_dir=None, paper=None,
+              parameters:dict|None=None, jobs:int=1, force:bool=False, notebooks=None, log=print,
+              launcher:str="local", # local (this process pool), or slurm / submitit-local (`sentcl.launchers`)
+              cluster:dict|None=None, wait:bool=True, # the jobs' Slurm settings; wait for them (see `run_on_scheduler`)
+             ) -> pd.DataFrame:
+    "Run experiments as a resumable batch, here or as scheduler jobs; one row per experiment: status, seconds, error."
+    get_preset(preset)
+    if jobs < 1: raise SentclError(f"--jobs {jobs}: give at least 1")
+    names, out = select_experiments(names, paper, preset), Path(out)
+    label, data_env = data_label(data_dir)
+    params = {**(parameters or {}), **({"data_dir": label} if label else {})}
+    with temporary_environment(data_env):  # each experiment planned once, here, resolving the label as the jobs will
+        for n in names: notebook_path(n, notebooks); plan_experiment(n, preset, out, params)
+    if launcher != "local":  # Slurm, or submitit's local executor: sentcl.launchers submits, records and waits
+        from sentcl.launchers import run_on_scheduler
+        return run_on_scheduler(names, preset, out, params, notebooks, launcher, cluster, force, wait, data_env, log)
+    return _run_locally(names, preset, out, params, jobs, force, notebooks, log, data_env)
