@@ -69,9 +69,10 @@ def _table_head(exp, table:str, cols:list, doc:dict|None) -> list[str]:
 
 # %% ../nbs/13c_report.ipynb #680ffbef
 def _unpublished_rows(exp, cols:list, measured:list, doc:dict|None) -> list[str]:
-    "A row per measured arm that no published row names (the untrained model, a setting the paper did not run)."
-    lines, arms = [], {a.row: a for a in exp.arms if a.row is not None}
-    for arm in {m["arm"] for m in measured} - {a.name for a in arms.values()}:
+    "A row per measured arm that no published row names (the untrained model, a setting the paper did not run), in run order."
+    published_arms = {a.name for a in exp.arms if a.row is not None}
+    lines = []
+    for arm in [a for a in dict.fromkeys(m["arm"] for m in measured) if a not in published_arms]:
         cells = [m for m in measured if m["arm"] == arm]
         by_col = {m["column"]: m for m in cells}
         vals = [f"– / {_fmt(by_col[c]['mean'], by_col[c]['std']) if c in by_col else '–'}" for c in cols]
