@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import functools
+import math
 import json
 import os
 import shutil
@@ -25,9 +26,9 @@ from .spans import min_document_tokens
 # %% auto #0
 __all__ = ['MIN_PER_CLASS', 'MIN_PAIRS_PER_SOURCE', 'STS_SOURCES', 'CLUSTERING_K', 'TREC_FINE', 'TRANSFER_LABELS',
            'TRANSFER_SPLITS', 'PROBING_LABELS', 'PROBING_SPLIT_CODES', 'MANIFEST', 'STAND_IN_NOTE', 'HUB_CORPORA',
-           'HUB_ROWS', 'HUB_DOCUMENTS', 'take', 'cycle_labels', 'sample_pairs', 'sample_nli', 'sample_sentences',
-           'sts_files', 'clustering_files', 'transfer_files', 'probing_files', 'task_files', 'paper_tasks',
-           'atomic_folder', 'write_rehearsal_data', 'write_hub_files']
+           'HUB_ROWS', 'SMALLEST_TRAIN_FRACTION', 'HUB_DOCUMENTS', 'take', 'cycle_labels', 'sample_pairs', 'sample_nli',
+           'sample_sentences', 'sts_files', 'clustering_files', 'transfer_files', 'probing_files', 'task_files',
+           'paper_tasks', 'atomic_folder', 'write_rehearsal_data', 'write_hub_files']
 
 # %% ../nbs/13g_rehearsal_data.ipynb #5c6879f0
 def take(items, # a list (or a DataFrame: its rows)
@@ -245,7 +246,8 @@ def write_rehearsal_data(folder, # where to write (a new, empty or earlier rehea
 HUB_CORPORA = (("triplets", "simcse"), ("sentences", "wiki1m"), ("nli", "snli"), ("nli", "multi_nli"),
                ("documents", "openwebtext"), ("sts", "stsb"))  # the `HUB` keys the paper preset trains or selects on
 HUB_ROWS = 2 * 1024  # two steps of the largest paper batch (PairSupCon: 1,024 pairs)
-HUB_DOCUMENTS = 2 * 16  # two steps of DeCLUTR's batch of 16 documents
+SMALLEST_TRAIN_FRACTION = 0.1  # DeCLUTR Fig. 3 trains on 10% of OpenWebText, the smallest share a paper run uses
+HUB_DOCUMENTS = math.ceil(2 * 16 / SMALLEST_TRAIN_FRACTION)  # two steps of DeCLUTR's batch of 16 at that share
 
 # %% ../nbs/13g_rehearsal_data.ipynb #87adc833
 def _hub_splits(source:HubSource) -> list[str]:
