@@ -17,9 +17,9 @@ from .experiment_spec import column_headings, published
 from .paper_numbers import PAPERS, load_published
 
 # %% auto #0
-__all__ = ['REPRODUCED_WITHIN', 'row_status', 'experiment_section', 'report_markdown', 'write_report', 'paper_experiments',
-           'refresh_derived', 'collect_results', 'collect_failures', 'stand_ins_used', 'compare_results',
-           'run_precision', 'setting_differences']
+__all__ = ['REPRODUCED_WITHIN', 'says_nothing', 'row_status', 'experiment_section', 'report_markdown', 'write_report',
+           'paper_experiments', 'refresh_derived', 'collect_results', 'collect_failures', 'stand_ins_used',
+           'compare_results', 'run_precision', 'setting_differences']
 
 # %% ../nbs/13c_report.ipynb #b460fc8f
 # reading and comparing results is `sentcl.report_results`; the report re-exports it
@@ -31,15 +31,19 @@ _all_ = ["refresh_derived", "collect_results", "collect_failures", "stand_ins_us
 # %% ../nbs/13c_report.ipynb #a0539f88
 REPRODUCED_WITHIN = 1.0  # points (×100 scale): the tolerance of "reproduced" under the paper preset
 
+def says_nothing(doc:dict) -> str|None:
+    "'pipeline check' or 'rehearsed' where a result only shows the code ran (its numbers and claims mean nothing)."
+    return "pipeline check" if doc["preset"] == "cpu-smoke" else "rehearsed" if doc.get("kind") == "rehearsal" else None
+
 def _claims_of(doc:dict, arm:str) -> list[dict]:
     return [c for c in doc["contrasts"] if arm in (c["better"], c["worse"]) and c["status"] != "not measured"]
 
 # %% ../nbs/13c_report.ipynb #53e37bca
 def row_status(doc:dict|None, arm:str|None, cells:list[dict]) -> str:
     "The status of one published row, from its measured cells and the claims its arm takes part in."
-    if doc is None or arm is None or not any(c["mean"] is not None for c in cells): return "not run"
-    if doc["preset"] == "cpu-smoke": return "pipeline check"
-    if doc.get("kind") == "rehearsal": return "rehearsed"
+    ran = doc is not None and any(r["arm"] == arm for r in doc.get("runs", []))  # even with no number in this table
+    if doc is None or arm is None or not (ran or any(c["mean"] is not None for c in cells)): return "not run"
+    if says_nothing(doc): return says_nothing(doc)
     statuses = [c["status"] for c in _claims_of(doc, arm)]
     if doc["preset"] == "paper":
         pairs = [(c["mean"], c["paper"]) for c in cells if c["mean"] is not None and c["paper"] is not None]
@@ -102,8 +106,10 @@ def _table_lines(exp, table:str, doc:dict|None) -> list[str]:
 # %% ../nbs/13c_report.ipynb #9396d392
 def _contrast_lines(doc:dict) -> list[str]:
     if not doc or not doc["contrasts"]: return []
-    lines = ["", "Claims (per-seed paired differences, better minus worse):", "",
-             "| claim | column | paper | measured per seed | mean ± std | status |", "|---|---|---:|---|---:|---|"]
+    nothing = says_nothing(doc)
+    lines = ["", "Claims (per-seed paired differences, better minus worse" +
+             (f"; a {nothing} run shows the claim's code ran and says nothing about the paper" if nothing else "") + "):",
+             "", "| claim | column | paper | measured per seed | mean ± std | status |", "|---|---|---:|---|---:|---|"]
     used, exp = stand_ins_used(doc), EXPERIMENTS.get(doc["experiment"])
     for c in doc["contrasts"]:
         diffs = ", ".join(f"{d:+.2f}" for d in c["diffs"]) or "–"
@@ -111,7 +117,7 @@ def _contrast_lines(doc:dict) -> list[str]:
         stand_in = used.get(exp.measured_column(c["column"], c["table"])) if exp else None
         column = column_headings(c["column"], stand_in)[1] if stand_in else c["column"]
         lines.append(f"| {c['claim']} ({c['better']} vs {c['worse']}) | {column} | {paper} | {diffs} | "
-                     f"{_fmt(c['mean'], c['std'])} | {c['status']} |")
+                     f"{_fmt(c['mean'], c['std'])} | {nothing or c['status']} |")
     return lines
 
 # %% ../nbs/13c_report.ipynb #9499cccd
@@ -178,7 +184,8 @@ def _summary_row(name:str, doc:dict|None, failures:dict, problems:dict) -> str:
         return f"| [{name}](#{name}) | – | – | – | {why} |"
     sup = sum(c["status"] == "supported" for c in doc["contrasts"])
     total = sum(c["status"] != "not measured" for c in doc["contrasts"])
-    return f"| [{name}](#{name}) | {doc['preset']} | {len(doc['runs'])} | {sup}/{total} | {doc['created'][:10]} |"
+    claims = f"– ({says_nothing(doc)})" if says_nothing(doc) else f"{sup}/{total}"
+    return f"| [{name}](#{name}) | {doc['preset']} | {len(doc['runs'])} | {claims} | {doc['created'][:10]} |"
 
 # %% ../nbs/13c_report.ipynb #47ff934f
 def report_markdown(results:dict, out:Path, failures:dict|None=None,
