@@ -108,6 +108,8 @@ def test_a_submitit_local_batch_records_jobs_and_logs(smoke_batch):
     log = out/rec["log"]
     assert log == job_paths(out, rec["job_id"]).stdout and log.is_relative_to(out/"_submitit")
     assert f"sentcl: experiment {FAST} (preset cpu-smoke)" in log.read_text()
+    assert (log.parent/f"{rec['job_id']}_outcome.json").is_file()  # the job's record beside its logs
+    assert not (out/"_submitit"/"%j").exists()  # no folder named by submitit's placeholder is left behind
     assert json.loads((out/FAST/"results.json").read_text())["complete"]
     st = sentcl("experiments", "status", out)
     assert st.returncode == 0, st.stderr
