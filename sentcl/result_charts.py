@@ -101,6 +101,7 @@ def dose_chart(table:pd.DataFrame, # `dose_table` rows: column, dose, mean, std,
                reference:dict|None=None, # column -> a horizontal line (e.g. the untrained model's score)
               ) -> FigureResult:
     "One panel per column: each seed (dots) and the mean ± std (line) against the dose, on a log axis with 0 kept."
+    from matplotlib.ticker import NullFormatter
     check_columns(table, ["column", "dose", "mean", "std", "values"], "dose_chart rows")
     if table.empty: raise ValueError("dose_chart: no dose was measured")
     columns, doses = list(dict.fromkeys(table["column"])), sorted(set(table["dose"]))
@@ -115,8 +116,12 @@ def dose_chart(table:pd.DataFrame, # `dose_table` rows: column, dose, mean, std,
             if reference and col in reference:
                 ax.axhline(reference[col], color="grey", lw=0.8, ls="--", label=f"untrained ({reference[col]:.4g})")
                 ax.legend(frameon=False)
-            ax.set_xscale("symlog", linthresh=smallest)  # dose 0 sits at 0, the others a decade apart
-            ax.set_xlim(-0.3 * smallest, max(doses) * 1.5 if max(doses) > 0 else 1.0)  # no negative doses
+            if doses[0] > 0:  # no 0 to keep: a log axis labelled at the doses run
+                ax.set_xscale("log"); ax.set_xlim(smallest / 1.5, max(doses) * 1.5)
+                ax.set_xticks(doses, [f"{d:g}" for d in doses]); ax.xaxis.set_minor_formatter(NullFormatter())
+            else:
+                ax.set_xscale("symlog", linthresh=smallest)  # dose 0 sits at 0, the others a decade apart
+                ax.set_xlim(-0.3 * smallest, max(doses) * 1.5 if max(doses) > 0 else 1.0)  # no negative doses
             ax.set_xlabel(dose_name); ax.set_title(col)
         if title: fig.suptitle(title)
     return FigureResult(fig, table)
