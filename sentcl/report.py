@@ -17,7 +17,7 @@ from .experiment_spec import column_headings, published
 from .paper_numbers import PAPERS, load_published
 
 # %% auto #0
-__all__ = ['REPRODUCED_WITHIN', 'says_nothing', 'row_status', 'experiment_section', 'report_markdown', 'write_report',
+__all__ = ['REPRODUCED_WITHIN', 'AGREEING', 'says_nothing', 'row_status', 'experiment_section', 'report_markdown', 'write_report',
            'paper_experiments', 'refresh_derived', 'collect_results', 'collect_failures', 'stand_ins_used',
            'compare_results', 'run_precision', 'setting_differences']
 
@@ -30,6 +30,8 @@ _all_ = ["refresh_derived", "collect_results", "collect_failures", "stand_ins_us
 
 # %% ../nbs/13c_report.ipynb #a0539f88
 REPRODUCED_WITHIN = 1.0  # points (×100 scale): the tolerance of "reproduced" under the paper preset
+
+AGREEING = ("one run: agrees with the paper", "2 runs: agree")  # the paper's way, with fewer runs than a verdict needs
 
 def says_nothing(doc:dict) -> str|None:
     "'pipeline check' or 'rehearsed' where a result only shows the code ran (its numbers and claims mean nothing)."
@@ -53,8 +55,7 @@ def row_status(doc:dict|None, arm:str|None, cells:list[dict]) -> str:
     elif not statuses: return "measured (not comparable)"
     if statuses and all(s == "supported" for s in statuses): return "direction reproduced"
     if "contradicted" in statuses: return "contradicted"
-    agreeing = ("supported", "one run: agrees with the paper", "2 runs: agree")
-    if statuses and all(s in agreeing for s in statuses): return "direction agrees (fewer than 3 runs)"
+    if statuses and all(s in ("supported", *AGREEING) for s in statuses): return "direction agrees (fewer than 3 runs)"
     return "not reproduced"
 
 # %% ../nbs/13c_report.ipynb #5a1c8d31
@@ -184,7 +185,9 @@ def _summary_row(name:str, doc:dict|None, failures:dict, problems:dict) -> str:
         return f"| [{name}](#{name}) | – | – | – | {why} |"
     sup = sum(c["status"] == "supported" for c in doc["contrasts"])
     total = sum(c["status"] != "not measured" for c in doc["contrasts"])
-    claims = f"– ({says_nothing(doc)})" if says_nothing(doc) else f"{sup}/{total}"
+    agree = sum(c["status"] in AGREEING for c in doc["contrasts"])  # e.g. the paper preset's one seed
+    claims = (f"– ({says_nothing(doc)})" if says_nothing(doc) else
+              f"{sup}/{total}" + (f" ({agree} agree, fewer than 3 runs)" if agree else ""))
     return f"| [{name}](#{name}) | {doc['preset']} | {len(doc['runs'])} | {claims} | {doc['created'][:10]} |"
 
 # %% ../nbs/13c_report.ipynb #47ff934f
