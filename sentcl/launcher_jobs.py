@@ -54,7 +54,8 @@ class ExperimentJob:
 # %% ../nbs/13d1_launcher_jobs.ipynb #f4c8153d
 def outcome_path(out, job_id:str) -> Path:
     "Where job `job_id` leaves its notebook's record, as JSON (submitit's own result is a pickle: never read): its folder."
-    return Path(str(submitit_folder(out)).replace("%j", job_id))/f"{job_id}_outcome.json"
+    from submitit.core.utils import JobPaths  # its own substitution of the folder's %j
+    return JobPaths(submitit_folder(out), job_id=str(job_id), task_id=0).folder/f"{job_id}_outcome.json"
 
 # %% ../nbs/13d1_launcher_jobs.ipynb #0846efab
 @patch
