@@ -15,6 +15,7 @@ from .core import SentclError, atomic_write
 from .experiment_plan import plan_runs
 from .experiment_spec import column_headings, published
 from .paper_numbers import PAPERS, load_published
+from .power import claim_verdict
 
 # %% auto #0
 __all__ = ['REPRODUCED_WITHIN', 'AGREEING', 'says_nothing', 'row_status', 'experiment_section', 'report_markdown', 'write_report',
@@ -31,7 +32,8 @@ _all_ = ["refresh_derived", "collect_results", "collect_failures", "stand_ins_us
 # %% ../nbs/13c_report.ipynb #a0539f88
 REPRODUCED_WITHIN = 1.0  # points (×100 scale): the tolerance of "reproduced" under the paper preset
 
-AGREEING = ("one run: agrees with the paper", "2 runs: agree")  # the paper's way, with fewer runs than a verdict needs
+# what `sentcl.power` says of runs all the paper's way, fewer than a verdict needs: 'one run: agrees…', '2 runs: agree'
+AGREEING = tuple(claim_verdict([1.0] * n, 1.0) for n in (1, 2))
 
 def says_nothing(doc:dict) -> str|None:
     "'pipeline check' or 'rehearsed' where a result only shows the code ran (its numbers and claims mean nothing)."
