@@ -49,9 +49,10 @@ CPU_STAND_INS = {"clustering_acc": "clustering3_acc", "clustering_nmi": "cluster
 
 # %% ../nbs/08e_presets.ipynb #9b7cc856
 CPU_STUDY = {  # each paper's central claim: the arms it compares, with the untrained model as the reference row
-    "pairsupcon-table4": ("pretrained", "classification", "instdisc", "pairsupcon"),
-    "pairsupcon-table5": ("pretrained", "instdisc-nohn", "instdisc", "pairsupcon",
-                          "instdisc-lr2e-05", "instdisc-lr5e-05"),  # + a learning-rate sweep
+    # PairSupCon's ablations at 2e-5, where its objectives move the model (not the paper's 5e-6), and the sweep
+    "pairsupcon-table4": ("pretrained", "classification-lr2e-05", "instdisc-lr2e-05", "pairsupcon-lr2e-05"),
+    "pairsupcon-table5": ("pretrained", "instdisc-nohn-lr2e-05", "instdisc-lr2e-05", "pairsupcon-nohn-lr2e-05",
+                          "pairsupcon-lr2e-05", "instdisc", "instdisc-lr5e-05"),
     "liao-table2": ("pretrained", "ce", "scl-allpalln-0.3"),
     "sncse-table2": ("pretrained", "sncse-nobml", "sncse"),
     "sncse-figure4": ("pretrained", "sncse-nobml", "sncse", "sncse-bml0.01", "sncse-bml0.1"),  # + λ's dose-response
