@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -99,9 +100,15 @@ def machine_paths(batch:Path, # the batch folder
     return dict(sorted(((k, v) for k, v in found.items() if len(k) > 1), key=lambda kv: -len(kv[0])))
 
 # %% ../nbs/13b_runner.ipynb #7f5e4064
+# a path starts a token, or follows an escaped newline or tab in a JSON string; never inside a longer path or
+# inside base64 (an executed notebook's images: 'k/tmpeP' in a PNG is not the temporary folder)
+_PATH_START = r"(?:(?<![\w+/.~-])|(?<=\\[ntr]))"
+
 def portable_text(text:str, paths:dict) -> str:
-    "`text` with each absolute path of `paths` (see `machine_paths`) replaced by its label."
-    for path, label in paths.items(): text = text.replace(path, label)
+    "`text` with each absolute path of `paths` (see `machine_paths`) replaced by its label, wherever a path starts."
+    for path, label in paths.items():
+        end = "" if path.endswith(os.sep) else r"(?![\w.-])"  # '/srv/data' is not the start of '/srv/data2'
+        text = re.sub(_PATH_START + re.escape(path) + end, lambda m: label, text)
     return text
 
 # %% ../nbs/13b_runner.ipynb #d065b0c0
