@@ -25,6 +25,8 @@ import sys
 import time
 from pathlib import Path
 
+from sentcl.core import write_json
+
 ROOT = Path(__file__).resolve().parents[1]
 SUMMARY = ROOT/"results"/"cpu-start"/"start_point.json"
 
@@ -60,16 +62,15 @@ def sts(stage: str, model: str, out: Path, data_dir: str) -> dict:
         sentcl("eval", "--model", model, "--tasks", "sts", "--protocol", "pairsupcon", "--pooling", "mean",
                "--precision", "auto", "--data-dir", data_dir, "--out", str(out/f"{stage}.eval.json"))
         doc = json.loads((out/f"{stage}.eval.json").read_text())
-        tmp = path.with_suffix(".tmp")
         tasks = {t: v.get("all", v.get("spearman")) for t, v in doc["tasks"].items()}  # STS-B, SICK-R: one Spearman
-        tmp.write_text(json.dumps({"stage": stage, "sts": doc["avg"]["sts"], "tasks": tasks,
-                                   "eval_seconds": round(time.time() - start, 1)}, indent=1))
-        tmp.replace(path)
+        write_json(path, {"stage": stage, "sts": doc["avg"]["sts"], "tasks": tasks,
+                          "eval_seconds": round(time.time() - start, 1)}, indent=1)
     return json.loads(path.read_text())
 
 
 def train(stage: str, method: str, model: str, out: Path, data_dir: str, *extra: str) -> tuple[str, float]:
-    "Train `method` from `model` under the cpu preset into `<out>/<stage>` (resuming); its model folder and seconds."
+    ("Train `method` from `model` under the cpu preset into `<out>/<stage>` (resuming); its model folder and the "
+     "seconds of the sitting that finished it.")
     folder, start = out/stage, time.time()
     if not (folder/"model"/"config.json").exists():
         resume = ("--resume",) if (folder/"checkpoint.pt").exists() else ()
@@ -112,8 +113,7 @@ def main(argv=None):
                "sts": {k: v["sts"] for k, v in stages.items()}, "tasks": {k: v["tasks"] for k, v in stages.items()},
                "train_seconds": seconds, "lift": {s: round(stages[f"{s}+pairsupcon"]["sts"] - stages[s]["sts"], 2)
                                                   for s in ("default", "mlm")}}
-    SUMMARY.parent.mkdir(parents=True, exist_ok=True)
-    tmp = SUMMARY.with_suffix(".tmp"); tmp.write_text(json.dumps(summary, indent=1) + "\n"); tmp.replace(SUMMARY)
+    write_json(SUMMARY, summary, indent=1)
     print(json.dumps({k: summary[k] for k in ("sts", "lift", "train_seconds")}, indent=1))
 
 
