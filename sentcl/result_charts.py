@@ -33,7 +33,8 @@ def measured_chart(rows:pd.DataFrame, # measured rows: label (or arm), column, m
     with plot_style():
         width = max(2.6, 0.45 * len(labels) + 1.2)
         ncols = min(len(columns), ncols or max(1, int(16 // width)))
-        fig, axes = new_figure(-(-len(columns) // ncols), ncols, panel_size=(width, 3.0))
+        tall = 3.0 + 0.045 * max(len(l) for l in labels)  # the slanted labels hang below the panel: room for them
+        fig, axes = new_figure(-(-len(columns) // ncols), ncols, panel_size=(width, tall))
         for ax, col in zip(axes.flat, columns):
             sub = rows[rows["column"] == col].set_index("label").reindex(labels)
             x = np.arange(len(labels))
