@@ -8,6 +8,8 @@ BIN := $(VENV)/bin
 TORCH := torch==2.13.0
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
+PYTEST := $(BIN)/python -m pytest -q -o tmp_path_retention_policy=failed tests
+TEST_DISK_GB ?= 4
 
 .PHONY: demo test nbtest pytest export clean-nbs venv install dev readme bench bench-eval bench-train docs browser
 
@@ -31,18 +33,20 @@ dev: $(VENV)/.installed-dev
 demo: $(VENV)/.installed
 	$(BIN)/sentcl demo
 
+# The suite's temporary files go to a folder of its own, removed at the end whatever happened, so
+# that nothing a test leaves behind piles up run after run; tests that pass drop theirs at once.
 test: $(VENV)/.installed-dev
 	$(BIN)/nbdev_export
 	@git diff --quiet -- sentcl || { echo "sentcl/ differs from what nbs/ export: run nbdev_export and commit"; git --no-pager diff --stat -- sentcl; exit 1; }
-	$(BIN)/nbdev_test --n_workers 2 --timing
-	$(MAKE) docs
-	$(BIN)/python -m pytest -q tests
+	@$(BIN)/python tools/check_disk.py $(TEST_DISK_GB)
+	@tmp=$$(mktemp -d "$${TMPDIR:-/tmp}/sentcl-test.XXXXXX") && export TMPDIR=$$tmp && \
+	  { $(BIN)/nbdev_test --n_workers 2 --timing && $(MAKE) docs && $(PYTEST); }; rc=$$?; rm -rf "$$tmp"; exit $$rc
 
 nbtest: $(VENV)/.installed-dev
 	$(BIN)/nbdev_test --n_workers 2 --timing
 
 pytest: $(VENV)/.installed-dev
-	$(BIN)/python -m pytest -q tests
+	$(PYTEST)
 
 export: $(VENV)/.installed-dev
 	$(BIN)/nbdev_export
