@@ -96,7 +96,8 @@ def preset_facts(preset:str, # a key of `sentcl.presets.PRESETS`
                 ) -> dict:
     "What `preset` sets, as data (its `Preset` fields); with `experiment`, also its planned runs."
     p = get_preset(preset)
-    facts = {"preset": p.name, "kind": p.kind, "steps": p.max_steps, "model": p.model, "seeds": p.seeds,
+    seeds = p.seeds if experiment is None else p.seeds_for(experiment)
+    facts = {"preset": p.name, "kind": p.kind, "steps": p.max_steps, "model": p.model, "seeds": seeds,
              "batch_cap": p.batch_size, "train_preset": p.name, "precision": p.precision,
              "eval_precision": p.eval_precision, "data_dir": p.data_dir, "needs_data_dir": p.needs_data_dir,
              "corpora": dict(p.corpora), "stand_ins": dict(p.stand_ins), "study": dict(p.study)}

@@ -178,7 +178,7 @@ def plan_runs(exp:Experiment, # the experiment
     for arm in chosen:
         if arm.method is None:
             runs.append(_reference_run(exp, arm, p, out/"runs"/arm.name, model, data_dir)); continue
-        for seed in (tuple(seeds) if seeds is not None else p.seeds or (None,)):
+        for seed in (tuple(seeds) if seeds is not None else p.seeds_for(exp.name) or (None,)):
             folder = out/"runs"/arm.name/("seed" if seed is None else f"seed{seed}")
             runs.append(_train_run(exp, arm, p, seed, folder, store, model, data_dir, steps, batch_size, precision))
     if rehearse and preset != "paper":

@@ -104,7 +104,8 @@ def test_the_check_fails_when_a_number_is_edited():
            "steps of 64 pairs on SNLI dev+test,\n  three seeds each, and scores all seven STS tasks and eight "
            "clustering sets.")
     bad = problems(text + "\n\n" + old, "pairsupcon-table4")
-    assert [b.split(" stated")[0] for b in bad] == ["cpu: steps", "cpu: batch", "cpu: clustering sets"], bad
+    assert sorted(b.split(" stated")[0] for b in bad) == ["cpu: batch", "cpu: clustering sets", "cpu: seeds", "cpu: steps"], bad
+    assert [b for b in bad if b.startswith("cpu: seeds")][0].startswith("cpu: seeds stated as 'three' (the preset: [5])")
     cpu = preset_facts("cpu", "pairsupcon-table4")
     assert "'200'" in bad[0] and f"[{cpu['steps']}]" in bad[0]
     assert "'eight'" in bad[2] and f"[{len(cpu['tasks']['clustering'])}]" in bad[2]
