@@ -23,7 +23,7 @@ from .core import SentclError, atomic_write, default, write_json
 from .costs import REFERENCE_GPU, UTILISATION, plan_cost
 from .parameters import plan_arguments
 from .experiment_execute import read_json
-from .experiment_plan import plan_row, plan_runs, read_plan, write_plan
+from .experiment_plan import plan_row, plan_runs, read_plan, run_from_record, run_key, write_plan
 from .experiment_results import check_results
 from .experiment_spec import published
 from .presets import PRESETS, get_preset
@@ -156,17 +156,33 @@ def job_environment(slot:int, jobs:int,
     return env
 
 # %% ../nbs/13b_runner.ipynb #65bcf085
+PLAN_FILE = "plan.json"
+
+def _holds_plan(folder:Path, doc:dict, log=None) -> bool:
+    "Whether results `doc` hold every run `folder`'s plan file plans, as planned (True when there is no plan file)."
+    plan = read_json(folder/PLAN_FILE, log)
+    if not plan: return True
+    try: planned = {r.key: r.describe() for r in map(run_from_record, plan["runs"])}
+    except (SentclError, KeyError, TypeError): return False  # a plan of another sentcl: plan again, run again
+    held = {run_key(r["arm"], r["seed"]): r.get("describe") for r in doc["runs"]}
+    missing = [k for k, d in planned.items() if held.get(k) != d]
+    if missing and log:
+        log(f"  {folder.name}: {len(missing)} of its {len(planned)} planned runs are not in its results.json as planned "
+            f"({', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''}); it runs again, keeping the runs that are")
+    return not missing
+
 def experiment_done(folder:Path, preset:str, log=None,
                     rehearse:bool=False, # a rehearsal's result counts only for a rehearsal, and only it does
                    ) -> bool:
-    "True when `folder/results.json` is a complete, valid result of `preset`; a damaged one is said (`log`)."
+    "True when `folder/results.json` is a complete, valid result of `preset` holding its plan; else False, said (`log`)."
     doc = read_json(folder/"results.json", log)
     if not doc: return False
     try: check_results(doc, str(folder/"results.json"))
     except SentclError as e:
         if log: log(f"{e}: {folder.name} runs again")
         return False
-    return doc["complete"] and doc["preset"] == preset and (doc.get("kind") == "rehearsal") == bool(rehearse)
+    return (doc["complete"] and doc["preset"] == preset and (doc.get("kind") == "rehearsal") == bool(rehearse)
+            and _holds_plan(folder, doc, log))
 
 # %% ../nbs/13b_runner.ipynb #1f367479
 class BatchState:
@@ -185,8 +201,6 @@ class BatchState:
     def get(self, name:str) -> dict: return self.doc["experiments"].get(name, {})
 
 # %% ../nbs/13b_runner.ipynb #4edde113
-PLAN_FILE = "plan.json"
-
 def plan_experiment(name:str, preset:str, out:Path, parameters:dict) -> Path:
     "Plan experiment `name` once for the batch in `out`; its plan file, for the notebook (`plan` parameter)."
     runs = plan_runs(get_experiment(name), preset, Path(name), **plan_arguments(parameters))  # as its notebook runs
