@@ -8,12 +8,15 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import torch
+from fastcore.basics import patch
 
 from .cards import write_model_card
 from .checkpoints import CHECKPOINT, PREVIOUS, load_checkpoint
@@ -61,29 +64,72 @@ def _alive(pid:int) -> bool:
     except PermissionError: return True
     return True
 
-# %% ../nbs/13k_execute.ipynb #bcad75ab
+# %% ../nbs/13k_execute.ipynb #09a4362d
+def _lock_state(path:Path) -> tuple|None:
+    """(holder, age in seconds, stamp) of lock file `path`, None when there is none. The holder is {'host', 'pid'}
+    (an older sentcl's bare pid: this host's), None while half-written; the stamp tells it from a later lock there."""
+    try: st, text = path.stat(), path.read_text()
+    except OSError: return None  # released meanwhile
+    try: holder = json.loads(text)
+    except ValueError: holder = None
+    if isinstance(holder, int): holder = {"host": socket.gethostname(), "pid": holder}
+    holder = holder if isinstance(holder, dict) and {"host", "pid"} <= set(holder) else None
+    return holder, time.time() - st.st_mtime, (st.st_ino, st.st_mtime_ns, text)
+
+# %% ../nbs/13k_execute.ipynb #ec17bc82
 class TrainingLock:
-    ("Hold `folder/.lock` while training; another process asking for the same run waits "
-     "(a dead holder's lock is taken over).")
-    def __init__(self, folder, log=print, poll:float=5.0):
-        self.path, self.log, self.poll = Path(folder)/".lock", log, poll
+    ("Hold `folder/.lock` while training, its time refreshed every `beat` seconds; another process asking for the "
+     "same run waits. A lock is taken over when its holder is gone: a dead process of this host, or a lock of any "
+     "host not refreshed for `stale` seconds (its holder stopped on another machine of a shared file system).")
+    def __init__(self, folder, log=print, poll:float=5.0, beat:float=30.0, stale:float=600.0):
+        self.path, self.log, self.poll, self.beat, self.stale = Path(folder)/".lock", log, poll, beat, stale
 
-    def __enter__(self):
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        waited = False
-        while True:
-            try: fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-            except FileExistsError:
-                try: holder = int(self.path.read_text() or 0)
-                except (OSError, ValueError): holder = 0
-                if holder and _alive(holder):
-                    if not waited: self.log(f"  waiting: process {holder} is training {self.path.parent.name}")
-                    waited = True; time.sleep(self.poll); continue
-                self.path.unlink(missing_ok=True); continue  # a dead holder (or a half-written lock)
-            os.write(fd, str(os.getpid()).encode()); os.close(fd)
-            return self
+    def _gone(self, holder:dict|None, age:float) -> bool:
+        if holder is None: return age > 2.0  # unreadable for two seconds: not a lock being written
+        if holder["host"] == socket.gethostname() and not _alive(holder["pid"]): return True
+        return age > self.stale
 
-    def __exit__(self, *exc): self.path.unlink(missing_ok=True)
+# %% ../nbs/13k_execute.ipynb #f9676089
+@patch
+def _take_over(self:TrainingLock, stamp:tuple):
+    "Remove the lock judged gone (`stamp`), unless another replaced or refreshed it meanwhile: that one is put back."
+    aside = self.path.with_name(f".lock.gone-{socket.gethostname()}-{os.getpid()}")
+    try: os.rename(self.path, aside)
+    except FileNotFoundError: return  # another waiter took it over first
+    st = os.stat(aside)
+    if (st.st_ino, st.st_mtime_ns, aside.read_text()) != stamp:
+        try: os.link(aside, self.path)
+        except FileExistsError: pass
+    aside.unlink(missing_ok=True)
+
+@patch
+def __enter__(self:TrainingLock):
+    self.path.parent.mkdir(parents=True, exist_ok=True)
+    waited = False
+    while True:
+        try: fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            if (state := _lock_state(self.path)) is None: continue
+            holder, age, stamp = state
+            if self._gone(holder, age): self._take_over(stamp); continue
+            if not waited and holder:
+                self.log(f"  waiting: process {holder['pid']} on {holder['host']} is training {self.path.parent.name}")
+            waited = True; time.sleep(self.poll); continue
+        os.write(fd, json.dumps({"host": socket.gethostname(), "pid": os.getpid()}).encode()); os.close(fd)
+        self._stop = threading.Event()
+        self._beating = threading.Thread(target=self._beat, daemon=True); self._beating.start()
+        return self
+
+@patch
+def _beat(self:TrainingLock):
+    while not self._stop.wait(self.beat):
+        try: os.utime(self.path)
+        except OSError: return
+
+@patch
+def __exit__(self:TrainingLock, *exc):
+    self._stop.set(); self._beating.join()
+    self.path.unlink(missing_ok=True)
 
 # %% ../nbs/13k_execute.ipynb #66be8fed
 _OPTION_FLAGS = {"preset": "--preset", "train_data": "--train-data", "data_dir": "--data-dir",
