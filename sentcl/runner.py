@@ -224,13 +224,21 @@ def _make_portable(files, paths:dict):
             with atomic_write(f) as g: g.write(new)
 
 # %% ../nbs/13b_runner.ipynb #7ea3d610
+def _keep_log(folder:Path) -> Path|None:
+    "Move an earlier attempt's `log.txt` aside to `log.<n>.txt` (the next free n), so a rerun never overwrites it."
+    log = folder/"log.txt"
+    if not (log.is_file() and log.stat().st_size): return None
+    n = 1 + max((int(m.group(1)) for p in folder.glob("log.*.txt") if (m := re.fullmatch(r"log\.(\d+)\.txt", p.name))),
+                default=0)
+    return log.rename(folder/f"log.{n}.txt")
+
 def run_one(name:str, preset:str, out:Path, parameters:dict, notebooks=None, env=None) -> dict:
     "Execute one experiment notebook into `out/<name>/`; returns status, seconds and the error if it failed."
     out = Path(out); folder = out/name
     folder.mkdir(parents=True, exist_ok=True)
     params = {**parameters, "preset": preset, "out": name}  # relative to the batch folder, where the notebook runs
     if (folder/PLAN_FILE).is_file(): params["plan"] = str(Path(name)/PLAN_FILE)  # the batch's plan (`plan_experiment`)
-    t0 = time.time()
+    t0, _ = time.time(), _keep_log(folder)
     with open(folder/"log.txt", "w", encoding="utf-8") as log:
         proc = subprocess.run(papermill_command(notebook_path(name, notebooks), folder/f"{name}.ipynb", params, out),
                               stdout=log, stderr=subprocess.STDOUT, env=env)
