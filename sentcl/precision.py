@@ -5,6 +5,7 @@
 # %% ../nbs/01b_precision.ipynb #45e88048
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import logging
@@ -18,7 +19,7 @@ from .core import SentclError, hardware
 
 # %% auto #0
 __all__ = ['PRECISIONS', 'log', 'Capabilities', 'cpu_flags', 'probe_capabilities', 'capabilities', 'fast_bf16',
-           'emulated_bf16_warning', 'resolve_precision', 'autocast_context', 'machine_facts', 'bf16_units']
+           'emulated_bf16_warning', 'resolve_precision', 'Autocast', 'autocast_context', 'machine_facts', 'bf16_units']
 
 # %% ../nbs/01b_precision.ipynb #2091c153
 PRECISIONS = ("fp32", "bf16", "fp16", "auto")
@@ -103,16 +104,36 @@ def resolve_precision(precision:str="fp32", # one of `PRECISIONS`
         _warn_once(emulated_bf16_warning(caps or capabilities()))
     return precision
 
+# %% ../nbs/01b_precision.ipynb #87e1682b
+def _without_cudnn_attention():
+    "Scaled dot-product attention on every kernel but cuDNN's (a no-op before torch 2.3, which has no such choice)."
+    try: from torch.nn.attention import SDPBackend, sdpa_kernel
+    except ImportError: return contextlib.nullcontext()
+    return sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH])
+
+class Autocast(torch.autocast):
+    ("`torch.autocast` that, enabled on CUDA, also keeps scaled dot-product attention off cuDNN's kernel. That "
+     "kernel plans per input shape, and sentcl's batches change length every step: on an H200 the planning took "
+     "more CPU time than a bf16 step's whole GPU work (`tools/gpu_check.py`; the costs page).")
+    def __enter__(self):
+        self._kernels = _without_cudnn_attention() if self.device == "cuda" and self._enabled else contextlib.nullcontext()
+        self._kernels.__enter__()
+        return super().__enter__()
+
+    def __exit__(self, *exc):
+        try: return super().__exit__(*exc)
+        finally: self._kernels.__exit__(*exc)
+
 # %% ../nbs/01b_precision.ipynb #821b523c
 def autocast_context(precision:str, # one of `PRECISIONS`
                      device, # the device (or its name) the forward passes run on
                      caps:Capabilities|None=None, # the machine's facts (None: this machine's)
-                    ) -> torch.autocast:
-    "The autocast context of `precision` on `device`: off for fp32, bf16 or fp16 autocast otherwise."
+                    ) -> Autocast:
+    "The autocast context of `precision` on `device`: off for fp32, bf16 or fp16 autocast otherwise (`Autocast`)."
     device = torch.device(device)
     p = resolve_precision(precision, device, caps)
-    if p == "fp32": return torch.autocast(device.type, enabled=False)
-    return torch.autocast(device.type, dtype=torch.bfloat16 if p == "bf16" else torch.float16)
+    if p == "fp32": return Autocast(device.type, enabled=False)
+    return Autocast(device.type, dtype=torch.bfloat16 if p == "bf16" else torch.float16)
 
 # %% ../nbs/01b_precision.ipynb #0408b6d7
 def machine_facts(caps:Capabilities|None=None, # the machine's facts (None: this machine's)
