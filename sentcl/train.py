@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import dataclasses
+import gc
 import inspect
 import json
 import math
@@ -397,4 +398,8 @@ def train(method:str, # a key of `sentcl.methods.METHODS`
     seed_everything(config.seed)
     data = load_training_data(get_method(method).view, options, config.corpus)
     model = build_method(method, config.model, config).to(device)
-    return Trainer(model, training_view(model, options, data), options, dev_eval=dev_eval).fit()
+    try: return Trainer(model, training_view(model, options, data), options, dev_eval=dev_eval).fit()
+    finally:  # the trainer, model, gradients and optimiser states form reference cycles: free them now, not at the
+        del model, data  # next garbage collection, so that the next training of a notebook has the GPU's memory
+        gc.collect()
+        if device.type == "cuda": torch.cuda.empty_cache()
