@@ -5,6 +5,7 @@
 # %% ../nbs/13c0_report_results.ipynb #8b1412b1
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -18,8 +19,8 @@ from .experiment_spec import published
 from .presets import get_preset
 
 # %% auto #0
-__all__ = ['refresh_derived', 'collect_results', 'collect_failures', 'stand_ins_used', 'compare_results', 'run_precision',
-           'setting_differences']
+__all__ = ['CACHED_SECONDS', 'refresh_derived', 'collect_results', 'collect_failures', 'stand_ins_used', 'compare_results',
+           'run_precision', 'setting_differences', 'study_cost']
 
 # %% ../nbs/13c0_report_results.ipynb #5baccb51
 def refresh_derived(doc:dict) -> dict:
@@ -138,3 +139,45 @@ def setting_differences(base:dict, other:dict) -> list[str]:
         ha, hb = bf16_units(base[name].get("hardware", {})), bf16_units(other[name].get("hardware", {}))
         if ha != hb: lines.append(f"{name}: hardware differs: {ha} vs {hb}")
     return lines
+
+# %% ../nbs/13c0_report_results.ipynb #d4104ffa
+CACHED_SECONDS = 10  # an evaluation this quick read its model's vectors from the embedding cache
+
+def _run_parts(r:dict) -> tuple[float, float]:
+    "(training seconds, evaluation seconds) of a run record: a run that trained holds both in its `seconds`."
+    t = ((r.get("train") or {}).get("seconds") or 0.0) if r.get("train_folder") else 0.0
+    return t, (r["seconds"] - t if t and r["seconds"] >= t else r["seconds"])
+
+def study_cost(docs:dict, # {experiment: results document}, e.g. `collect_results("results/cpu")`
+               order=None, # experiment names in the order a batch runs them (None: the order of `docs`)
+              ) -> pd.DataFrame:
+    "Per experiment and in all: runs, trainings, minutes of training (recorded, at the fastest pace) and evaluation."
+    names = [n for n in default(order, list(docs)) if n in docs]
+    fastest = {}
+    for n in names:
+        for r in docs[n]["runs"]:
+            if r.get("train_folder"): fastest[r["method"]] = min(fastest.get(r["method"], math.inf), _run_parts(r)[0])
+    seen, scored, rows = set(), set(), []
+    for n in names:
+        row, evals = dict(experiment=n, runs=len(docs[n]["runs"]), trainings=0, train=0.0, pace=0.0), []
+        for r in docs[n]["runs"]:
+            t, ev = _run_parts(r)
+            if r.get("train_folder") and r["train_folder"] not in seen:
+                seen.add(r["train_folder"]); row.update(trainings=row["trainings"] + 1, train=row["train"] + t,
+                                                        pace=row["pace"] + fastest[r["method"]])
+            tasks = {(r.get("train_folder") or r["model"], task) for task in r["eval"]["settings"]["tasks"].split(",")}
+            evals.append((ev, ev < CACHED_SECONDS and not tasks <= scored)); scored |= tasks
+        row.update(evals=[e for e, _ in evals], unfair=[u for _, u in evals]); rows.append(row)
+    fresh = [e for row in rows for e in row["evals"] if e >= CACHED_SECONDS]
+    out = []
+    for row in rows:
+        ev, unfair = np.array(row["evals"]), np.array(row["unfair"], dtype=bool)
+        mine = ev[ev >= CACHED_SECONDS]
+        typical = np.median(mine) if len(mine) else (np.median(fresh) if fresh else 0.0)
+        out.append({"experiment": row["experiment"], "runs": row["runs"], "trainings": row["trainings"],
+                    "training min": row["train"] / 60, "training min (fastest pace)": row["pace"] / 60,
+                    "evaluation min": ev.sum() / 60, "cached evaluations": int((ev < CACHED_SECONDS).sum()),
+                    "evaluation min (fresh run)": (ev[~unfair].sum() + typical * unfair.sum()) / 60})
+    table = pd.DataFrame(out).set_index("experiment")
+    table.loc["the study"] = table.sum()
+    return table
