@@ -13,5 +13,6 @@ def test_the_names_of_before_import_from_report():
 
 
 def test_the_moved_names_are_the_same_objects():
-    assert report_results.__all__ and set(report_results.__all__) <= set(BEFORE)
-    assert [n for n in report_results.__all__ if getattr(report, n) is not getattr(report_results, n)] == []
+    moved = [n for n in report_results.__all__ if n in BEFORE]  # names added since (study_cost) were never report's
+    assert len(moved) >= 7, moved
+    assert [n for n in moved if getattr(report, n) is not getattr(report_results, n)] == []
