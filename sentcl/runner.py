@@ -163,7 +163,10 @@ def _holds_plan(folder:Path, doc:dict, log=None) -> bool:
     plan = read_json(folder/PLAN_FILE, log)
     if not plan: return True
     try: planned = {r.key: r.describe() for r in map(run_from_record, plan["runs"])}
-    except (SentclError, KeyError, TypeError): return False  # a plan of another sentcl: plan again, run again
+    except (SentclError, KeyError, TypeError) as e:  # a plan another sentcl wrote: run again on this one's plan
+        if log: log(f"  {folder.name}: its {PLAN_FILE} does not read as this sentcl's plan ({type(e).__name__}); "
+                    "it runs again")
+        return False
     held = {run_key(r["arm"], r["seed"]): r.get("describe") for r in doc["runs"]}
     missing = [k for k, d in planned.items() if held.get(k) != d]
     if missing and log:
@@ -238,7 +241,8 @@ def run_one(name:str, preset:str, out:Path, parameters:dict, notebooks=None, env
     folder.mkdir(parents=True, exist_ok=True)
     params = {**parameters, "preset": preset, "out": name}  # relative to the batch folder, where the notebook runs
     if (folder/PLAN_FILE).is_file(): params["plan"] = str(Path(name)/PLAN_FILE)  # the batch's plan (`plan_experiment`)
-    t0, _ = time.time(), _keep_log(folder)
+    _keep_log(folder)
+    t0 = time.time()
     with open(folder/"log.txt", "w", encoding="utf-8") as log:
         proc = subprocess.run(papermill_command(notebook_path(name, notebooks), folder/f"{name}.ipynb", params, out),
                               stdout=log, stderr=subprocess.STDOUT, env=env)
