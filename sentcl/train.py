@@ -115,6 +115,7 @@ class Trainer:
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=options.precision == "fp16")
         self.step, self.epoch, self.position, self.best = 0, 0, 0, None
         self.eval_pending, self.exported = False, False # a dev evaluation failed / model/ holds the final weights
+        self.t_start, self.seconds_before = None, 0.0 # this attempt's start; earlier attempts' training time
         broadcast_parameters(method)
 
 # %% ../nbs/08_train.ipynb #4df7bb2b
@@ -149,7 +150,12 @@ def _state(self:Trainer) -> dict:
     return {"method": self.method.state_dict(), "optimizer": self.optimizer.state_dict(),
             "scheduler": self.scheduler.state_dict(), "scaler": self.scaler.state_dict(), "rng": rng_state(),
             "step": self.step, "epoch": self.epoch, "position": self.position, "best": self.best,
-            "eval_pending": self.eval_pending, "config": json.dumps(self.record, default=str)}
+            "eval_pending": self.eval_pending, "seconds": self._seconds(), "config": json.dumps(self.record, default=str)}
+
+@patch
+def _seconds(self:Trainer) -> float:
+    "Training time of the steps the run holds: earlier attempts' (to the checkpoint it resumed from) and this one's."
+    return round(self.seconds_before + (time.time() - self.t_start if self.t_start is not None else 0.0), 1)
 
 @patch
 def _restore(self:Trainer, ck:dict):
@@ -161,6 +167,7 @@ def _restore(self:Trainer, ck:dict):
     self.scheduler.load_state_dict(ck["scheduler"]); self.scaler.load_state_dict(ck["scaler"])
     self.step, self.epoch, self.position, self.best = ck["step"], ck["epoch"], ck["position"], ck["best"]
     self.eval_pending = bool(ck.get("eval_pending", False))
+    self.seconds_before = float(ck.get("seconds", 0.0))  # checkpoints written before sentcl counted it: 0
     set_rng_state(ck["rng"])
 
 # %% ../nbs/08_train.ipynb #4bab89f6
@@ -336,7 +343,7 @@ def finish(self:Trainer) -> dict:
     if self.rank == 0: self._write_model()
     if self.opts.save_every: self._checkpoint()
     summary = {"finished": True, "step": self.step, "best_dev": self.best, "model": str(self.out/"model"),
-               "seconds": round(time.time() - self.t_start, 1), "examples": len(self.view),
+               "seconds": self._seconds(), "examples": len(self.view),
                "precision": resolve_precision(self.opts.precision, self.device), "hardware": machine_facts()}
     if self.rank == 0: write_json(self.out/"summary.json", summary); write_model_card(self.out)
     return summary

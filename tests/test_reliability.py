@@ -12,7 +12,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from sentcl.checkpoints import CHECKPOINT, CHECKSUMS, PREVIOUS
+from sentcl.checkpoints import CHECKPOINT, CHECKSUMS, PREVIOUS, load_checkpoint
 from sentcl.cli import main
 from sentcl.core import SentclError
 from sentcl.data import SAMPLES_DIR
@@ -323,9 +323,11 @@ def test_kill_9_and_resume_is_bit_identical(tmp_path, capsys, straight_run):
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     assert not Path(killed, "model").exists(), "the run ended before it was killed"
+    before = load_checkpoint(killed)["seconds"]  # the killed attempt's training time, to its last checkpoint
     rc, _, err = cli(capsys, *run, "--out", killed, "--resume", "--save-every", "1")
     assert rc == 0, err
     assert same_weights(straight_run, f"{killed}/model")
+    assert before > 0 and json.loads(Path(killed, "summary.json").read_text())["seconds"] > before  # wiring; 08_train tests the sum
 
 
 def test_a_reader_that_stops_early_is_not_an_error():
