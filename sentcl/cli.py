@@ -429,7 +429,7 @@ def run_experiment_batch(args) -> int:
         return 0
     table = runner.run_batch(args.names, args.preset, args.out, args.data_dir, args.paper, params, args.jobs,
                              args.force, args.notebooks, launcher=args.launcher, cluster=cluster,
-                             wait=not args.no_wait)
+                             wait=not args.no_wait, cluster_file=args.cluster_file)
     return batch_outcome(table, args.out)
 
 # %% ../nbs/11_cli.ipynb #8d99705c

@@ -13,8 +13,8 @@ from fastcore.basics import patch
 
 from .core import SentclError
 from .parameters import plan_arguments
-from .launcher_slurm import (LAUNCHERS, SUBMITIT_FOLDER, ClusterOptions, cluster_options, make_executor,
-                                   submitit_folder)
+from .launcher_slurm import (LAUNCHERS, SUBMITIT_FOLDER, ClusterOptions, cluster_file_line, cluster_options,
+                                   make_executor, submitit_folder)
 from .launcher_jobs import ExperimentJob, outcome_path
 
 # %% auto #0
@@ -207,6 +207,7 @@ def run_on_scheduler(names:list, # experiments, checked by `sentcl.runner.run_ba
                      wait:bool=True, # wait for the jobs and record how they end (False: Slurm only, submit and return)
                      env:dict|None=None, # more environment for the jobs (the batch's SENTCL_DATA, `runner.data_label`)
                      log=print, poll:float|None=None, # seconds between looks at the jobs
+                     cluster_file=None, # --cluster-file: read instead of the sentcl-slurm.toml beside `out`
                     ):
     "Run experiments as scheduler jobs, resumably; one row per experiment: status, seconds, error, job."
     import pandas as pd
@@ -214,7 +215,8 @@ def run_on_scheduler(names:list, # experiments, checked by `sentcl.runner.run_ba
     if launcher not in LAUNCHERS[1:]: raise SentclError(f"--launcher {launcher}: not slurm or submitit-local")
     if not wait and launcher != "slurm": raise SentclError(f"--no-wait: {launcher} jobs run from this command")
     shown, out, env = out, Path(out).resolve(), env or {}
-    options = cluster if isinstance(cluster, ClusterOptions) else cluster_options(out, cluster)
+    options = cluster if isinstance(cluster, ClusterOptions) else cluster_options(out, cluster, None, cluster_file)
+    if not isinstance(cluster, ClusterOptions): log(f"sentcl experiments: {cluster_file_line(out, cluster_file)}")
     out.mkdir(parents=True, exist_ok=True)
     state, todo = BatchState(out, log), []
     for n in names:

@@ -12,7 +12,7 @@ from pathlib import Path
 from .core import SentclError
 from .parameters import plan_arguments
 from .launcher_slurm import (CLUSTER_FILE, ENV_PREFIX, LAUNCHERS, MAX_TIMEOUTS, SCALAR_OPTIONS, ClusterOptions,
-                                   cluster_options, parse_time, sbatch_script)
+                                   cluster_file_line, cluster_options, parse_time, sbatch_script)
 from .launcher_batch import job_outcome, job_state, training_finished, training_order, waves
 
 # %% auto #0
@@ -75,7 +75,9 @@ def wave_scripts(options:ClusterOptions, out, todo:list, after:dict) -> dict:
 
 # %% ../nbs/13d3_launcher_cli.ipynb #2c3023ac
 def job_plan(names:list, preset:str, out, parameters:dict|None=None, cluster:ClusterOptions|dict|None=None,
-             force:bool=False, env:dict|None=None) -> tuple:
+             force:bool=False, env:dict|None=None,
+             cluster_file=None, # --cluster-file: read this instead of the sentcl-slurm.toml beside `out`
+            ) -> tuple:
     "(one row per job the batch would submit, {wave: its sbatch file}), without submitting or loading anything."
     import pandas as pd
     from sentcl.catalog import get_experiment
@@ -83,7 +85,7 @@ def job_plan(names:list, preset:str, out, parameters:dict|None=None, cluster:Clu
     from sentcl.experiment_plan import plan_runs
     from sentcl.runner import experiment_done, temporary_environment
     parameters, out = parameters or {}, Path(out)
-    options = cluster if isinstance(cluster, ClusterOptions) else cluster_options(out, cluster)
+    options = cluster if isinstance(cluster, ClusterOptions) else cluster_options(out, cluster, None, cluster_file)
     todo = [n for n in names if force or not experiment_done(out/n, preset, rehearse=parameters.get("rehearse", False))]
     plan_args = plan_arguments(parameters)
     with temporary_environment(env or {}):
@@ -118,6 +120,9 @@ def add_launcher_arguments(run:argparse.ArgumentParser):
              "account": "Slurm account", "qos": "Slurm quality of service",
              "array_parallelism": "at most this many jobs at once"}
     for name in SCALAR_OPTIONS: g.add_argument(f"--{name.replace('_', '-')}", default=None, help=notes[name])
+    g.add_argument("--cluster-file", default=None, metavar="PATH",
+                   help=f"read the Slurm settings from this file instead of {CLUSTER_FILE} beside --out "
+                        "(either must be yours and writable by you alone: its setup lines run in every job)")
     g.add_argument("--no-wait", action="store_true",
                    help="slurm: submit and return (`sentcl experiments status DIR` watches; rerunning waits again)")
 
@@ -126,7 +131,7 @@ def cluster_overrides(args:argparse.Namespace) -> dict:
     "The Slurm options given on the command line; any of them (or --jobs) with the local launcher is an error."
     given = {k: getattr(args, k, None) for k in SCALAR_OPTIONS}
     named = [f"--{k.replace('_', '-')}" for k, v in given.items() if v is not None]
-    named += ["--no-wait"] if args.no_wait else []
+    named += ["--no-wait"] * bool(args.no_wait) + ["--cluster-file"] * bool(getattr(args, "cluster_file", None))
     if args.launcher == "local" and named:
         raise SentclError(f"{', '.join(named)}: Slurm options, but --launcher local runs here; "
                           "add --launcher slurm (or submitit-local)")
@@ -163,9 +168,14 @@ def run_job_plan(args, parameters:dict) -> int:
     from sentcl.costs import REFERENCE_GPU
     from sentcl.runner import data_label, select_experiments
     label, env = data_label(args.data_dir)
+    given = getattr(args, "cluster_file", None)
     plan, scripts = job_plan(select_experiments(args.names, args.paper, args.preset), args.preset, args.out,
                              {**parameters, **({"data_dir": label} if label else {})}, cluster_overrides(args),
-                             args.force, env)
+                             args.force, env, given)
+    print(f"# {cluster_file_line(args.out, given)}")
+    setup = cluster_options(args.out, cluster_overrides(args), cluster_file=given).setup
+    if setup: print("# its setup lines, run as shell before every job (they are in the sbatch files below too):\n"
+                    + "\n".join(f"#   {line}" for line in setup))
     if plan.empty:
         print(f"every experiment is complete in {args.out}; nothing to submit (--force reruns them)")
         return 0

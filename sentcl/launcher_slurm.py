@@ -21,8 +21,9 @@ except ModuleNotFoundError: import tomli as tomllib  # Python 3.10
 
 # %% auto #0
 __all__ = ['LAUNCHERS', 'SCALAR_OPTIONS', 'CLUSTER_FILE', 'ENV_PREFIX', 'SUBMITIT_FOLDER', 'MAX_TIMEOUTS', 'parse_time',
-           'parse_mem', 'ClusterOptions', 'read_cluster_file', 'environment_settings', 'cluster_options',
-           'executor_parameters', 'submitit_folder', 'sbatch_script', 'make_executor']
+           'parse_mem', 'ClusterOptions', 'check_owner', 'read_cluster_file', 'environment_settings',
+           'find_cluster_file', 'cluster_file_line', 'cluster_options', 'executor_parameters', 'submitit_folder',
+           'sbatch_script', 'make_executor']
 
 # %% ../nbs/13d0_launcher_slurm.ipynb #70a5c6fa
 LAUNCHERS = ("local", "slurm", "submitit-local")
@@ -83,30 +84,70 @@ def _whole_number(name:str, value, where:str) -> int:
     if n is None or n < _MINIMUM[name]: raise _bad(name, value, where, f"a whole number of at least {_MINIMUM[name]}")
     return n
 
+# %% ../nbs/13d0_launcher_slurm.ipynb #54865e42
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")  # C0 controls and DEL: a newline or CR ends an #SBATCH line
+_SBATCH_KEY = re.compile(r"[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*")  # an sbatch long option without its dashes
+
+def _one_line(text:str, where:str, allowed:str="") -> str:
+    "`text`, or a one-line error naming `where` when it holds a control character other than `allowed`."
+    bad = [c for c in _CONTROL.findall(text) if c not in allowed]
+    if bad: raise SentclError(f"{where}: {text!r} holds the control character {bad[0]!r}; a Slurm setting is data, "
+                              "one line of plain text: remove it")
+    return text
+
 # %% ../nbs/13d0_launcher_slurm.ipynb #f58f096a
+def _checked_table(name:str, value, where:str):
+    "`setup` (shell lines, one line each) or `additional` (sbatch options and values), or a one-line error."
+    if name == "setup":
+        if not (isinstance(value, list) and all(isinstance(s, str) for s in value)):
+            raise _bad(name, value, where, "a list of shell lines")
+        return [_one_line(s, f"{where}[{i}]", allowed="\t") for i, s in enumerate(value)]
+    if not (isinstance(value, dict) and all(isinstance(v, (str, int, bool)) for v in value.values())):
+        raise _bad(name, value, where, "a table of sbatch options")
+    for k, v in value.items():
+        if not _SBATCH_KEY.fullmatch(_one_line(k, f"{where}: a key")):
+            raise SentclError(f"{where}: {k!r} is not an sbatch option name (e.g. constraint, mail-type)")
+        if isinstance(v, str): _one_line(v, f"{where}.{k}")
+    return value
+
 def _checked_value(name:str, value, where:str):
     "`value` of setting `name` in its field's type, or a one-line error saying where it came from."
+    if name in ("setup", "additional"): return _checked_table(name, value, where)
+    if isinstance(value, str): _one_line(value, where)
     if name in _MINIMUM: return _whole_number(name, value, where)
     if name in ("time", "mem"):
         try: (parse_time if name == "time" else parse_mem)(value)
         except ValueError as e: raise SentclError(f"{where}: {e}") from None
         return str(value)
-    if name == "setup" and not (isinstance(value, list) and all(isinstance(s, str) for s in value)):
-        raise _bad(name, value, where, "a list of shell lines")
-    if name == "additional" and not (isinstance(value, dict)
-                                     and all(isinstance(v, (str, int, bool)) for v in value.values())):
-        raise _bad(name, value, where, "a table of sbatch options")
-    if name in ("setup", "additional"): return value
     if not isinstance(value, str) or not value.strip(): raise _bad(name, value, where, "a name")
     return value.strip()
+
+# %% ../nbs/13d0_launcher_slurm.ipynb #143240a2
+def check_owner(path, # the cluster file, named in the error
+                st:os.stat_result, # its status (`os.fstat` of the open file)
+               ):
+    "A one-line error unless the current user owns the cluster file and neither group nor others can write to it."
+    if not hasattr(os, "getuid"): return  # no POSIX owners (Windows)
+    if st.st_uid != os.getuid():
+        why, fix = f"owned by user id {st.st_uid}, not by you ({os.getuid()})", "remove it or give --cluster-file"
+    elif st.st_mode & 0o022:
+        why, fix = "writable by others than you", f"if it is as you wrote it, run chmod go-w {shlex.quote(str(path))}"
+    else: return
+    raise SentclError(f"{path}: {why}; its setup lines would run in every job, so sentcl obeys only a cluster file "
+                      f"that is yours and that no one else can change: {fix}")
 
 # %% ../nbs/13d0_launcher_slurm.ipynb #9c1d4681
 CLUSTER_FILE = "sentcl-slurm.toml"  # beside the batch folder
 
-def read_cluster_file(path) -> dict:
+def read_cluster_file(path,
+                      owned:bool=True, # obey it only when it is the current user's and no one else can write it
+                     ) -> dict:
     "The settings in a `sentcl-slurm.toml`; bad TOML or an unknown setting is a one-line error naming the file."
     path = Path(path)
-    try: doc = tomllib.loads(path.read_text(encoding="utf-8"))
+    try:
+        with open(path, "rb") as f:  # checked and read through one descriptor: no file swapped in between
+            if owned: check_owner(path, os.fstat(f.fileno()))
+            doc = tomllib.loads(f.read().decode("utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
         raise SentclError(f"{path}: cannot read it as TOML ({e}); fix or remove the file") from None
     known = [f.name for f in dataclasses.fields(ClusterOptions)]
@@ -129,13 +170,33 @@ def environment_settings(environ:dict) -> dict:
     return values
 
 # %% ../nbs/13d0_launcher_slurm.ipynb #e8ee9fff
+def find_cluster_file(out, # the batch folder; its parent may hold sentcl-slurm.toml
+                      given=None, # --cluster-file: this file instead
+                     ) -> Path|None:
+    "The cluster file a batch reads: `given`, else `sentcl-slurm.toml` beside `out` when there is one, else None."
+    if given is not None:
+        if not Path(given).is_file(): raise SentclError(f"--cluster-file {given}: no such file; give a TOML file "
+                                                        f"of Slurm settings (see {CLUSTER_FILE})")
+        return Path(given).resolve()
+    path = Path(out).resolve().parent/CLUSTER_FILE
+    return path if path.is_file() else None
+
+def cluster_file_line(out, given=None) -> str:
+    "What a batch says about its cluster file: the one it obeys, or where it looked."
+    path = find_cluster_file(out, given)
+    return (f"cluster settings from {path}" if path else
+            f"no cluster file (none at {Path(out).resolve().parent/CLUSTER_FILE}; --cluster-file names one)")
+
+# %% ../nbs/13d0_launcher_slurm.ipynb #b75d4701
 def cluster_options(out, # the batch folder; its parent may hold sentcl-slurm.toml
                     overrides:dict|None=None, # command-line values (None: not given)
                     environ:dict|None=None, # the environment (None: os.environ)
+                    cluster_file=None, # --cluster-file: read this file instead of the one beside `out`
                    ) -> ClusterOptions:
-    "The batch's cluster settings: defaults < `sentcl-slurm.toml` beside `out` < SENTCL_SLURM_* < `overrides`."
-    path = Path(out).resolve().parent/CLUSTER_FILE
-    values = read_cluster_file(path) if path.is_file() else {}
+    "The batch's cluster settings: defaults < the cluster file (yours only) < SENTCL_SLURM_* < `overrides`."
+    _one_line(str(Path(out).resolve()), "--out")  # the folder's name and path are in the sbatch file too
+    path = find_cluster_file(out, cluster_file)
+    values = read_cluster_file(path) if path else {}
     values.update(environment_settings(os.environ if environ is None else environ))
     for name, v in (overrides or {}).items():
         if name not in SCALAR_OPTIONS: raise SentclError(f"{name}: not a cluster option ({', '.join(SCALAR_OPTIONS)})")

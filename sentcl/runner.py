@@ -299,6 +299,7 @@ def run_batch(names=None, preset:str="cpu-smoke", out="runs/experiments", data_d
               parameters:dict|None=None, jobs:int=1, force:bool=False, notebooks=None, log=print,
               launcher:str="local", # local (this process pool), or slurm / submitit-local (`sentcl.launchers`)
               cluster:dict|None=None, wait:bool=True, # the jobs' Slurm settings; wait for them (see `run_on_scheduler`)
+              cluster_file=None, # --cluster-file: the Slurm settings file (None: sentcl-slurm.toml beside `out`)
              ) -> pd.DataFrame:
     "Run experiments as a resumable batch, here or as scheduler jobs; one row per experiment: status, seconds, error."
     get_preset(preset)
@@ -310,5 +311,6 @@ def run_batch(names=None, preset:str="cpu-smoke", out="runs/experiments", data_d
         for n in names: notebook_path(n, notebooks); plan_experiment(n, preset, out, params)
     if launcher != "local":  # Slurm, or submitit's local executor: sentcl.launchers submits, records and waits
         from sentcl.launchers import run_on_scheduler
-        return run_on_scheduler(names, preset, out, params, notebooks, launcher, cluster, force, wait, data_env, log)
+        return run_on_scheduler(names, preset, out, params, notebooks, launcher, cluster, force, wait, data_env, log,
+                                cluster_file=cluster_file)
     return _run_locally(names, preset, out, params, jobs, force, notebooks, log, data_env)

