@@ -16,7 +16,7 @@ import pandas as pd
 from .core import SentclError, exists
 from .data_hub import HUB, HubSource, hub_frame, hub_id, hub_texts
 from .data_layout import (concat_frames, data_not_found, data_root, find_table, log, numbered_lines, open_text,
-                                read_tsv)
+                                read_tsv, table_root)
 
 # %% auto #0
 __all__ = ['LABELS', 'TRIPLET_COLUMNS', 'DECLUTR_MIN_TOKENS', 'DEFAULT_CORPUS', 'CORPUS_KINDS', 'CORPUS_ALIASES',
@@ -65,8 +65,9 @@ def load_nli(name: str = "snli", # corpus: `snli`, `multi_nli`, or any `nli/<nam
              split: str = "train", # split; `+` joins several (`dev+test`)
              data_dir=None) -> pd.DataFrame:
     "NLI pairs as a DataFrame `premise, hypothesis, label` with names for labels and unlabeled pairs dropped."
-    root, frames = data_root(data_dir, f"nli/{name}"), []
+    frames = []
     for s in split.split("+"):
+        root = table_root(data_dir, f"nli/{name}", s)  # each split from the first folder holding it
         if root is None:
             if ("nli", name) not in HUB: raise data_not_found(f"NLI corpus {name!r}", "the hub registry (unknown name)")
             frames.append(_nli_labels(hub_frame(HUB["nli", name], s, f"NLI corpus {name}:{s}")))
@@ -107,7 +108,7 @@ def triplet_pairs(triplets: pd.DataFrame) -> pd.DataFrame:
 def load_nli_triplets(name: str = "snli", # an NLI corpus, or `simcse` (hub file) / a triplet table in the data dir
                       split: str = "train", data_dir=None) -> pd.DataFrame:
     "SimCSE-style triplets `sentence, positive, hard_negative` (premise, an entailment, a contradiction)."
-    root = data_root(data_dir, f"nli/{name}")
+    root = table_root(data_dir, f"nli/{name}", split)
     if root is None and ("triplets", name) in HUB:
         return hub_frame(HUB["triplets", name], split, f"NLI triplets {name}")
     if root is not None and (p := find_table(root, f"nli/{name}", split)) is not None:

@@ -18,7 +18,7 @@ from .core import SentclError, exists
 
 # %% auto #0
 __all__ = ['log', 'SAMPLES_DIR', 'SAMPLES_LABEL', 'SPLIT_ALIASES', 'data_folders', 'with_data_folder', 'data_root', 'find_table',
-           'data_not_found', 'open_text', 'numbered_lines', 'read_tsv', 'concat_frames']
+           'table_root', 'data_not_found', 'open_text', 'numbered_lines', 'read_tsv', 'concat_frames']
 
 # %% ../nbs/02a_data_layout.ipynb #337633b4
 log = logging.getLogger("sentcl.data")  # one logger for every data module, named as before they were split
@@ -80,6 +80,18 @@ def find_table(root: Path, folder: str, split: str) -> Path | None:
             p = root/folder/f"{s}{suffix}"
             if p.is_file(): return p
     return None
+
+# %% ../nbs/02a_data_layout.ipynb #05aa0871
+def table_root(data_dir, # as `data_root`
+               folder:str, # the table's folder, e.g. 'nli/snli'
+               split:str, # its split, e.g. 'train'
+              ) -> Path | None:
+    ("The data folder to read `folder/<split>.tsv[.gz]` from: the first one holding that very file, so that a folder "
+     "with other splits of the set does not hide it; else `data_root`'s choice (named in the error). None: the hub.")
+    root = data_root(data_dir, folder)
+    if root is None: return None
+    spec = data_dir if exists(data_dir) else os.environ["SENTCL_DATA"]
+    return next((d for d in data_folders(spec) if find_table(d, folder, split)), root)
 
 # %% ../nbs/02a_data_layout.ipynb #d7429fed
 def data_not_found(what: str, looked, hub: str | None = None, reason: str = "") -> SentclError:

@@ -12,7 +12,7 @@ import pandas as pd
 
 from .core import SentclError, atomic_write, cache_dir, exists
 from .data_hub import HUB, hub_frame, hub_id, senteval_sick
-from .data_layout import concat_frames, data_not_found, data_root, find_table, open_text, read_tsv
+from .data_layout import concat_frames, data_not_found, data_root, find_table, open_text, read_tsv, table_root
 
 # %% auto #0
 __all__ = ['STS_TASKS', 'CLUSTERING_SETS', 'TRANSFER_SETS', 'MORE_TRANSFER_SETS', 'PAIR_TRANSFER_SETS', 'PROBING_TASKS',
@@ -47,7 +47,7 @@ def _floats(df: pd.DataFrame, col: str) -> np.ndarray:
 def load_sts(task: str, # one of STS_TASKS (or any `sts/<task>` folder, e.g. `stsb_raw`)
              split: str = "test", data_dir=None) -> pd.DataFrame:
     "An STS set as `sentence1, sentence2, score, source` (`source` = sub-file for STS12-16, else the task)."
-    root = data_root(data_dir, f"sts/{task}")
+    root = table_root(data_dir, f"sts/{task}", split)
     if root is None and task == "sickr": df = senteval_sick(split)  # SentEval's SemEval split (no hub dataset has it)
     elif root is None:
         if ("sts", task) not in HUB: raise data_not_found(f"STS task {task!r}", "the hub registry (unknown name)")
@@ -74,7 +74,7 @@ def _int_labels(df: pd.DataFrame, cols=("label",)) -> pd.DataFrame:
 def load_clustering(name: str, # one of CLUSTERING_SETS, or any `clustering/<name>` folder (e.g. `wikitext_topics`)
                     data_dir=None) -> pd.DataFrame:
     "A clustering set as `text, label`."
-    root = data_root(data_dir, f"clustering/{name}")
+    root = table_root(data_dir, f"clustering/{name}", "all")
     if root is None:
         raise data_not_found(f"clustering set {name!r}", "nothing: clustering sets are read from a data directory only")
     p = find_table(root, f"clustering/{name}", "all")
@@ -107,6 +107,7 @@ def load_transfer(name: str, # one of TRANSFER_SETS
     for s in splits:
         if root is None: df = hub_frame(src, s, f"transfer set {name}:{s}")
         else:
+            root = table_root(data_dir, f"transfer/{name}", s)  # each split from the first folder holding it
             p = find_table(root, f"transfer/{name}", s)
             if p is None:
                 raise data_not_found(f"transfer set {name}:{s}", root/"transfer"/name/f"{s}.tsv[.gz]",

@@ -31,10 +31,10 @@ from .senteval import CLASSIFIERS, eval_fewshot, eval_transfer
 # %% auto #0
 __all__ = ['STS_SUBSET_TASKS', 'FEWSHOT_TASKS', 'TASK_GROUPS', 'ALL_GROUPS', 'STS_AGGREGATION_BY_PAPER', 'NO_SUBFILES',
            'PROTOCOLS', 'CLUSTERING_MAX_LENGTH', 'RESULTS_SCHEMA', 'TASK_FIELDS', 'task_kind', 'entry_kind',
-           'resolve_tasks', 'spearman100', 'sts_correlations', 'eval_sts', 'Protocol', 'model_token_limit',
-           'FinalPeriodEncoder', 'protocol_encoder', 'sts_dev_score', 'sts_dev', 'cluster_accuracy', 'kmeans_plusplus',
-           'kmeans_scores', 'eval_clustering', 'run_settings', 'results_document', 'averages', 'evaluate_task',
-           'evaluate', 'format_table']
+           'resolve_tasks', 'check_tasks', 'spearman100', 'sts_correlations', 'eval_sts', 'Protocol',
+           'model_token_limit', 'FinalPeriodEncoder', 'protocol_encoder', 'sts_dev_score', 'sts_dev',
+           'cluster_accuracy', 'kmeans_plusplus', 'kmeans_scores', 'eval_clustering', 'run_settings',
+           'results_document', 'averages', 'evaluate_task', 'evaluate', 'format_table']
 
 # %% ../nbs/09_eval.ipynb #b6942edb
 STS_SUBSET_TASKS = STS_TASKS[:5]  # STS12-16: scored per source sub-file
@@ -79,6 +79,24 @@ def resolve_tasks(spec, # comma list (or list) of task names and groups
         names = [n for g in ALL_GROUPS for n in TASK_GROUPS[g]] if it == "all" else TASK_GROUPS.get(it, (it,))
         out += [n for n in names if n not in out]
     return out
+
+# %% ../nbs/09_eval.ipynb #95e39357
+def _in_data_folder(name:str, data_dir) -> bool:
+    "Whether `name` is a set of the data folder: `clustering/<name>` or `transfer/<name>` (a few-shot name's base)."
+    for folder in (f"clustering/{name}", f"transfer/{name.removesuffix('_fewshot')}"):
+        try: root = data_root(data_dir, folder)
+        except SentclError: return True  # a missing data folder is reported, with its own words, when it is read
+        if root is not None and (root/folder).is_dir(): return True
+    return False
+
+def check_tasks(names:list, data_dir=None) -> list:
+    "`names` (from `resolve_tasks`), or a one-line error naming those that are no task and listing the valid ones."
+    known = [n for g in TASK_GROUPS.values() for n in g]
+    bad = [n for n in names if n not in known and not _in_data_folder(n, data_dir)]
+    if bad: raise SentclError(f"unknown task(s) {', '.join(bad)}; valid: the groups {', '.join(['all', *TASK_GROUPS])}, "
+                              f"the tasks {', '.join(known)}, or a set of the data folder (clustering/<name>, "
+                              "transfer/<name>)")
+    return names
 
 # %% ../nbs/09_eval.ipynb #ba2deb8a
 def spearman100(x, y, # two sequences of the same length, at least 2
@@ -416,7 +434,7 @@ def evaluate(model, # a model spec ('default', 'tiny', a folder, a hub id) or an
              on_task=None, # called with the results document after each task
             ) -> dict:
     "Evaluate `model` on `tasks`; returns the results document (see `RESULTS_SCHEMA`)."
-    names, log = resolve_tasks(tasks), default(log, _log_stderr)
+    names, log = check_tasks(resolve_tasks(tasks), data_dir), default(log, _log_stderr)  # before the model loads
     if classifier not in CLASSIFIERS:
         raise SentclError(f"unknown classifier {classifier!r}; choose one of {', '.join(CLASSIFIERS)}")
     encoder = protocol_encoder(as_encoder(model, pooling=pooling, template=template), protocol, max_length)

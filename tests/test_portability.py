@@ -2,6 +2,7 @@
 folders relative to itself and its data folder by a label, damaged result files are named and redone, and a small
 preset's own stand-ins stay visible beside a data folder the user adds."""
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -95,3 +96,23 @@ def test_a_data_folder_adds_to_the_smoke_presets_stand_ins(tmp_path):
     doc = json.loads((out/"pairsupcon-table7"/"results.json").read_text())
     assert doc["complete"] and doc["parameters"]["data_dir"].startswith("$SENTCL_DATA")
     assert all(r["describe"]["data_dir"] == "$SENTCL_DATA:@samples" for r in doc["runs"] if r["method"])
+
+
+def test_a_data_folder_with_part_of_a_corpus_does_not_hide_the_samples_other_part(tmp_path):
+    "A folder holding SNLI's dev and test (no train) before @samples: train comes from the bundled sample."
+    from sentcl.data import load_nli, load_nli_triplets
+    snli = tmp_path/"data"/"nli"/"snli"; snli.mkdir(parents=True)
+    sample = ROOT/"sentcl"/"samples"/"nli"/"snli"/"train.tsv"
+    for split in ("dev", "test"): shutil.copy(sample, snli/f"{split}.tsv")
+    spec = f"{tmp_path/'data'}{os.pathsep}@samples"  # what --data-dir DATA gives under cpu-smoke
+    assert len(load_nli("snli", "train", spec)) == len(load_nli("snli", "train", "@samples"))
+    assert load_nli("snli", "train", spec).attrs["source"] == str(sample)
+    assert load_nli("snli", "dev", spec).attrs["source"] == str(snli/"dev.tsv")
+    assert len(load_nli_triplets("snli", "train", spec)) > 0
+
+
+def test_an_unknown_evaluation_task_is_named_with_the_valid_ones(capsys):
+    assert main(["eval", "--model", "tiny", "--tasks", "stsb,bogus"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown task(s) bogus; valid: the groups all, sts" in err and "stsb" in err and "mr" in err, err
+    assert len(err.strip().splitlines()) == 1, err
