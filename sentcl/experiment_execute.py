@@ -28,32 +28,57 @@ from .rehearsal import prepare_rehearsal
 from .train import RunOptions, train
 
 # %% auto #0
-__all__ = ['read_json', 'TrainingLock', 'torchrun_command', 'train_run', 'device_type', 'evaluated_as_planned', 'evaluate_run',
-           'execute_run', 'select_device']
+__all__ = ['TRANSIENT_TRIES', 'keep_damaged', 'read_json', 'TrainingLock', 'torchrun_command', 'train_run', 'device_type',
+           'evaluated_as_planned', 'evaluate_run', 'execute_run', 'select_device']
 
 # %% ../nbs/13k_execute.ipynb #290aebb6
+def keep_damaged(path) -> Path:
+    "Move a damaged file to `<name>.damaged` (`.damaged.2`, ... when taken): never over an earlier one; the new path."
+    path = Path(path)
+    for n in range(1, 10_000):
+        kept = path.with_name(path.name + ".damaged" + (f".{n}" if n > 1 else ""))
+        try: os.link(path, kept)  # fails when `kept` exists: nothing is overwritten
+        except FileExistsError: continue
+        except OSError:  # no hard links here (some network file systems): the free name, renamed onto
+            if kept.exists(): continue
+            path.rename(kept); return kept
+        path.unlink(); return kept
+    raise SentclError(f"{path}: 10,000 damaged copies beside it; remove them")
+
+# %% ../nbs/13k_execute.ipynb #c59159dc
+TRANSIENT_TRIES = 3  # reads of a file that fail with an OSError (EIO, ESTALE on a network file system) before giving up
+
+def _read_bytes(path:Path, tries:int) -> bytes|None:
+    "The bytes of `path`, None when it is missing; a read error is retried, then a one-line error (never damage)."
+    for attempt in range(tries):
+        try: return path.read_bytes()
+        except FileNotFoundError: return None
+        except OSError as e:
+            if attempt + 1 < tries: time.sleep(0.1 * 2**attempt); continue
+            raise SentclError(f"{path}: cannot read it ({e.strerror or type(e).__name__}, {tries} tries); a file-system "
+                              "error, not damage: nothing was changed, run the command again") from None
+
+# %% ../nbs/13k_execute.ipynb #86a85e70
 def read_json(path, # a JSON file sentcl wrote (results.json, batch.json, eval.json, summary.json)
               damaged=None, # called with one line when the file exists but is damaged (None: silent)
-              set_aside:bool=True, # keep a damaged file as `<name>.damaged` (False: a reader leaves it in place)
+              set_aside:bool=False, # True: the caller redoes the piece, so a damaged file is moved aside (`keep_damaged`)
+              tries:int=TRANSIENT_TRIES, # reads before a file-system error becomes a one-line error
              ) -> dict|None:
-    ("The JSON object in `path`, or None when it is missing or damaged (a piece that must be redone); "
-     "a damaged file is kept beside it as `<name>.damaged`, never lost.")
+    ("The JSON object in `path`, or None when it is missing or damaged (it does not parse: a piece to redo); "
+     "a reader leaves a damaged file in place, the command that redoes it keeps it as `<name>.damaged`.")
     path = Path(path)
-    try: text = path.read_text(encoding="utf-8")
-    except FileNotFoundError: return None
-    except (OSError, UnicodeDecodeError) as e: why = f"unreadable: {type(e).__name__}"
+    raw = _read_bytes(path, tries)
+    if raw is None: return None
+    try: doc = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError: why = "not UTF-8 text"
+    except ValueError as e: why = f"not valid JSON ({e.msg} at line {e.lineno})" if raw.strip() else "empty"
     else:
-        try: doc = json.loads(text)
-        except ValueError as e: why = f"not valid JSON ({e.msg} at line {e.lineno})" if text.strip() else "empty"
-        else:
-            if isinstance(doc, dict): return doc
-            why = f"a JSON {type(doc).__name__}, not an object"
+        if isinstance(doc, dict): return doc
+        why = f"a JSON {type(doc).__name__}, not an object"
     if not set_aside:
         if damaged: damaged(f"{path} is damaged ({why})")
         return None
-    kept = path.with_name(path.name + ".damaged")
-    try: path.replace(kept)
-    except OSError: kept = path
+    kept = keep_damaged(path)
     if damaged: damaged(f"{path} is damaged ({why}); kept as {kept.name}, redoing what it recorded")
     return None
 
@@ -150,7 +175,7 @@ def torchrun_command(method:str, overrides:dict, options:RunOptions, processes:i
 # %% ../nbs/13k_execute.ipynb #da33507c
 def _finished(folder:Path, log) -> dict|None:
     "The summary of a finished training in `folder` (its model present), else None; a damaged summary is said."
-    summary = read_json(folder/"summary.json", log)
+    summary = read_json(folder/"summary.json", log, set_aside=True)  # a damaged one: trained again
     return summary if summary and summary.get("finished") and (folder/"model").is_dir() else None
 
 # %% ../nbs/13k_execute.ipynb #50626dae
@@ -160,7 +185,7 @@ def _resumable(folder:Path, log) -> bool:
     if not found: return False
     try: return load_checkpoint(folder) is not None
     except SentclError as e:
-        for p in found: p.replace(p.with_name(p.name + ".damaged"))
+        for p in found: keep_damaged(p)
         log(f"  {' '.join(str(e).split(';')[0].split())}; set aside as *.damaged, training from the start")
         return False
 
@@ -222,7 +247,7 @@ def _update_card(run:Run, doc:dict):
 def evaluate_run(run:Run, log=print) -> dict:
     "Evaluate `run`'s model (its trained folder, or the untrained model) unless its eval.json is complete."
     path = Path(run.folder)/"eval.json"
-    done, options = read_json(path, log), dict(run.eval_options)
+    done, options = read_json(path, log, set_aside=True), dict(run.eval_options)  # a damaged one: evaluated again
     if done and done.get("complete") and evaluated_as_planned(run, done.get("settings", {})): return done
     data_dir = options.pop("data_dir", None if run.method is None else run.options.data_dir)  # a rehearsal's own
     model = run.model if run.method is None else str(Path(run.train_folder)/"model")

@@ -54,7 +54,7 @@ class ExperimentSession:
 @patch
 def _load_finished(self:ExperimentSession):
     "Pick up the records of runs already done in this folder (results.json of an earlier, interrupted session)."
-    old = read_json(self.out/"results.json", self.log)
+    old = read_json(self.out/"results.json", self.log, set_aside=True)  # this session redoes what it recorded
     if not old: return
     self.figures, self.extra = list(old.get("figures", [])), dict(old.get("extra", {}))
     runs = {r.key: r for r in self.runs}

@@ -192,7 +192,7 @@ class BatchState:
     "`<out>/batch.json`: each experiment's status (pending, running, done, kept, failed), times and error; atomic."
     def __init__(self, out:Path, log=None):
         self.path = Path(out)/"batch.json"
-        self.doc = read_json(self.path, log) or {"experiments": {}}
+        self.doc = read_json(self.path, log, set_aside=True) or {"experiments": {}}  # the batch rewrites it
         if not isinstance(self.doc.get("experiments"), dict):
             if log: log(f"{self.path} has no 'experiments' table; starting a new one")
             self.doc = {"experiments": {}}

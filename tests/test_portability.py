@@ -116,3 +116,46 @@ def test_an_unknown_evaluation_task_is_named_with_the_valid_ones(capsys):
     err = capsys.readouterr().err
     assert "unknown task(s) bogus; valid: the groups all, sts" in err and "stsb" in err and "mr" in err, err
     assert len(err.strip().splitlines()) == 1, err
+
+
+def _files(root: Path) -> dict:
+    "Every path under `root` with its bytes and modification time (folders: None)."
+    return {str(p.relative_to(root)): (p.read_bytes(), p.stat().st_mtime_ns) if p.is_file() else None
+            for p in sorted(root.rglob("*"))}
+
+
+def test_status_report_and_compare_change_no_file(small_batch, tmp_path, capsys):
+    "Reading is not writing: damaged files stay where they are, said, for the command that redoes them."
+    base, other = tmp_path/"base", tmp_path/"other"
+    shutil.copytree(small_batch, base); shutil.copytree(small_batch, other)
+    (other/"liao-table2").mkdir(); _spoil(other/"liao-table2"/"results.json")
+    _spoil(other/"batch.json", "[1, 2")
+    before = _files(base), _files(other)
+    assert main(["experiments", "status", str(other)]) == 0
+    assert main(["experiments", "report", str(base), str(other), "--out", str(tmp_path/"report")]) == 0
+    main(["experiments", "compare", str(base), str(other)])
+    assert (_files(base), _files(other)) == before
+    assert "unreadable, left out: " in capsys.readouterr().out
+
+
+def test_a_transient_read_error_is_retried_never_taken_for_damage(tmp_path, monkeypatch):
+    import errno
+    from sentcl.experiment_execute import read_json
+    p = tmp_path/"results.json"; p.write_text('{"complete": true}')
+    real_bytes, real_text, failed = Path.read_bytes, Path.read_text, []
+    def once(real):
+        def read(self, *a, **kw):
+            if self == p and not failed: failed.append(1); raise OSError(errno.EIO, "Input/output error")
+            return real(self, *a, **kw)
+        return read
+    monkeypatch.setattr(Path, "read_bytes", once(real_bytes)); monkeypatch.setattr(Path, "read_text", once(real_text))
+    assert read_json(p, set_aside=True) == {"complete": True}
+    assert [x.name for x in tmp_path.iterdir()] == ["results.json"]
+
+
+def test_a_damaged_file_set_aside_never_overwrites_an_earlier_one(tmp_path):
+    from sentcl.experiment_execute import read_json
+    p = tmp_path/"eval.json"
+    for text in ("{first", "{second"):
+        p.write_text(text); assert read_json(p, set_aside=True) is None
+    assert sorted(x.read_text() for x in tmp_path.glob("eval.json.damaged*")) == ["{first", "{second"]
