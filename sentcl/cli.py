@@ -348,6 +348,9 @@ def add_execution_arguments(run:argparse.ArgumentParser):
     "How `sentcl experiments run` runs its batch: how many at once, again or not, where, or only its plan."
     run.add_argument("--jobs", type=int, default=1, help="notebooks at once (one GPU each where there are enough)")
     run.add_argument("--force", action="store_true", help="rerun experiments whose results are complete")
+    run.add_argument("--wait", action="store_true",
+                     help="when another `sentcl experiments run` works in this --out, wait for it (default: say who "
+                          "holds the folder and stop)")
     run.add_argument("--dry-run", action="store_true", help="print every run the batch would execute, and exit")
     run.add_argument("--notebooks", default=None, help="folder of the experiment notebooks (default: nbs/experiments)")
     from sentcl.launchers import add_launcher_arguments  # argparse and paths only, no torch
@@ -429,7 +432,7 @@ def run_experiment_batch(args) -> int:
         return 0
     table = runner.run_batch(args.names, args.preset, args.out, args.data_dir, args.paper, params, args.jobs,
                              args.force, args.notebooks, launcher=args.launcher, cluster=cluster,
-                             wait=not args.no_wait, cluster_file=args.cluster_file)
+                             wait=not args.no_wait, cluster_file=args.cluster_file, wait_for_batch=args.wait)
     return batch_outcome(table, args.out)
 
 # %% ../nbs/11_cli.ipynb #8d99705c

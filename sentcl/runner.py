@@ -9,13 +9,17 @@ import contextlib
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
+import threading
 import time
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pandas as pd
+from fastcore.basics import patch
 
 import sentcl
 from .catalog import EXPERIMENTS, get_experiment
@@ -29,9 +33,9 @@ from .experiment_spec import published
 from .presets import PRESETS, get_preset
 
 # %% auto #0
-__all__ = ['PLAN_FILE', 'select_experiments', 'list_experiments', 'dry_run', 'data_label', 'machine_paths', 'portable_text',
-           'notebooks_dir', 'notebook_path', 'papermill_command', 'job_environment', 'experiment_done', 'BatchState',
-           'plan_experiment', 'run_one', 'temporary_environment', 'run_batch']
+__all__ = ['PLAN_FILE', 'BATCH_LOCK', 'select_experiments', 'list_experiments', 'dry_run', 'data_label', 'machine_paths',
+           'portable_text', 'notebooks_dir', 'notebook_path', 'papermill_command', 'job_environment', 'experiment_done',
+           'BatchState', 'plan_experiment', 'run_one', 'temporary_environment', 'BatchLock', 'run_batch']
 
 # %% ../nbs/13b_runner.ipynb #f6520716
 def select_experiments(names=None, # experiment names (None or empty: all of them, or all of `paper`'s)
@@ -189,19 +193,22 @@ def experiment_done(folder:Path, preset:str, log=None,
 
 # %% ../nbs/13b_runner.ipynb #1f367479
 class BatchState:
-    "`<out>/batch.json`: each experiment's status (pending, running, done, kept, failed), times and error; atomic."
+    ("`<out>/batch.json`: each experiment's status (pending, running, done, kept, failed), times and error; atomic, "
+     "and safe to update from the threads of `--jobs N`.")
     def __init__(self, out:Path, log=None):
-        self.path = Path(out)/"batch.json"
+        self.path, self._lock = Path(out)/"batch.json", threading.Lock()
         self.doc = read_json(self.path, log, set_aside=True) or {"experiments": {}}  # the batch rewrites it
         if not isinstance(self.doc.get("experiments"), dict):
             if log: log(f"{self.path} has no 'experiments' table; starting a new one")
             self.doc = {"experiments": {}}
 
     def set(self, name:str, **fields):
-        self.doc["experiments"][name] = {**self.doc["experiments"].get(name, {}), **fields}
-        write_json(self.path, self.doc)
+        with self._lock:  # one update and its write at a time: json.dump never meets a table another thread changes
+            self.doc["experiments"][name] = {**self.doc["experiments"].get(name, {}), **fields}
+            write_json(self.path, self.doc)
 
-    def get(self, name:str) -> dict: return self.doc["experiments"].get(name, {})
+    def get(self, name:str) -> dict:
+        with self._lock: return dict(self.doc["experiments"].get(name, {}))
 
 # %% ../nbs/13b_runner.ipynb #4edde113
 def plan_experiment(name:str, preset:str, out:Path, parameters:dict) -> Path:
@@ -294,12 +301,85 @@ def _run_locally(names:list, preset:str, out:Path, params:dict, jobs:int, force:
     return pd.DataFrame([{"experiment": n, **{k: state.get(n).get(k) for k in ("status", "seconds", "error")}}
                          for n in names])
 
+# %% ../nbs/13b_runner.ipynb #27906c56
+BATCH_LOCK = ".batch.lock"  # in the batch folder while a `sentcl experiments run` works in it
+
+def _process_started(pid) -> float|None:
+    "When process `pid` of this host started (seconds since the epoch); None when there is no such process."
+    import psutil
+    try: return psutil.Process(int(pid)).create_time()
+    except (psutil.Error, ValueError, TypeError): return None
+
+def _batch_holder(path:Path) -> tuple|None:
+    "(holder record or None when unreadable, age in seconds) of a batch lock file; None when there is none."
+    try: st, text = path.stat(), path.read_text(encoding="utf-8")
+    except FileNotFoundError: return None
+    try: holder = json.loads(text)
+    except ValueError: holder = None
+    return (holder if isinstance(holder, dict) else None), time.time() - st.st_mtime
+
+# %% ../nbs/13b_runner.ipynb #bc7fe2c8
+def _holder_gone(holder:dict|None, age:float) -> bool:
+    "Whether a batch lock's holder is gone: a process of this host that ended, or another one now under its pid."
+    if holder is None: return age > 5.0  # unreadable for five seconds: not a lock being written
+    if holder.get("host") != socket.gethostname(): return False  # another machine: cannot be checked from here
+    started = _process_started(holder.get("pid"))
+    return started is None or abs(started - float(holder.get("process_started") or started)) > 1.0
+
+def _holder_text(holder:dict|None) -> str:
+    if not holder: return "a lock being written"
+    return f"process {holder.get('pid')} on {holder.get('host')}, since {holder.get('started')}"
+
+# %% ../nbs/13b_runner.ipynb #cd31aac9
+class BatchLock:
+    "`<out>/.batch.lock` while a batch runs there; another batch says who holds it, or waits for it (`wait`)."
+    def __init__(self, out, wait:bool=False, log=print, poll:float=5.0):
+        self.path, self.wait, self.log, self.poll = Path(out)/BATCH_LOCK, wait, log, poll
+        self.record = {"host": socket.gethostname(), "pid": os.getpid(), "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
+                       "process_started": _process_started(os.getpid()), "token": uuid.uuid4().hex}
+
+    def _take_over(self, judged:dict|None):
+        "Remove the lock judged gone, unless another took it meanwhile (then it is put back)."
+        aside = self.path.with_name(f"{BATCH_LOCK}.gone-{self.record['token']}")
+        try: os.rename(self.path, aside)
+        except FileNotFoundError: return
+        if (_batch_holder(aside) or (None,))[0] != judged:
+            with contextlib.suppress(FileExistsError): os.link(aside, self.path)
+        aside.unlink(missing_ok=True)
+
+# %% ../nbs/13b_runner.ipynb #b7e8246a
+@patch
+def __enter__(self:BatchLock):
+    self.path.parent.mkdir(parents=True, exist_ok=True)
+    said = False
+    while True:
+        try: fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            if (state := _batch_holder(self.path)) is None: continue  # released meanwhile
+            holder, age = state
+            if _holder_gone(holder, age): self._take_over(holder); continue
+            if not self.wait:
+                raise SentclError(f"{self.path.parent}: another `sentcl experiments run` works in this batch folder "
+                                  f"({_holder_text(holder)}); add --wait to wait for it, or give another --out "
+                                  f"(if that process is gone for good, remove {self.path})")
+            if not said: self.log(f"waiting: {_holder_text(holder)} runs a batch in {self.path.parent}"); said = True
+            time.sleep(self.poll); continue
+        with os.fdopen(fd, "w", encoding="utf-8") as f: json.dump(self.record, f)
+        return self
+
+@patch
+def __exit__(self:BatchLock, *exc):
+    "Release the lock if it is still this batch's own."
+    if ((_batch_holder(self.path) or ({},))[0] or {}).get("token") == self.record["token"]:
+        self.path.unlink(missing_ok=True)
+
 # %% ../nbs/13b_runner.ipynb #7c6f5343
 def run_batch(names=None, preset:str="cpu-smoke", out="runs/experiments", data_dir=None, paper=None,
               parameters:dict|None=None, jobs:int=1, force:bool=False, notebooks=None, log=print,
               launcher:str="local", # local (this process pool), or slurm / submitit-local (`sentcl.launchers`)
               cluster:dict|None=None, wait:bool=True, # the jobs' Slurm settings; wait for them (see `run_on_scheduler`)
               cluster_file=None, # --cluster-file: the Slurm settings file (None: sentcl-slurm.toml beside `out`)
+              wait_for_batch:bool=False, # another batch runs in `out`: wait for it (False: say who and stop)
              ) -> pd.DataFrame:
     "Run experiments as a resumable batch, here or as scheduler jobs; one row per experiment: status, seconds, error."
     get_preset(preset)
@@ -307,10 +387,12 @@ def run_batch(names=None, preset:str="cpu-smoke", out="runs/experiments", data_d
     names, out = select_experiments(names, paper, preset), Path(out)
     label, data_env = data_label(data_dir)
     params = {**(parameters or {}), **({"data_dir": label} if label else {})}
-    with temporary_environment(data_env):  # each experiment planned once, here, resolving the label as the jobs will
-        for n in names: notebook_path(n, notebooks); plan_experiment(n, preset, out, params)
-    if launcher != "local":  # Slurm, or submitit's local executor: sentcl.launchers submits, records and waits
-        from sentcl.launchers import run_on_scheduler
-        return run_on_scheduler(names, preset, out, params, notebooks, launcher, cluster, force, wait, data_env, log,
-                                cluster_file=cluster_file)
-    return _run_locally(names, preset, out, params, jobs, force, notebooks, log, data_env)
+    for n in names: notebook_path(n, notebooks)
+    with BatchLock(out, wait_for_batch, log):  # one batch per folder, from its plans to its last record
+        with temporary_environment(data_env):  # each experiment planned once, here, resolving the label as jobs will
+            for n in names: plan_experiment(n, preset, out, params)
+        if launcher != "local":  # Slurm, or submitit's local executor: sentcl.launchers submits, records and waits
+            from sentcl.launchers import run_on_scheduler
+            return run_on_scheduler(names, preset, out, params, notebooks, launcher, cluster, force, wait, data_env,
+                                    log, cluster_file=cluster_file)
+        return _run_locally(names, preset, out, params, jobs, force, notebooks, log, data_env)

@@ -178,3 +178,26 @@ def test_a_failing_notebook_leaves_the_batch_running(tmp_path):
     report = write_report(out, tmp_path/"report").read_text()
     line = next(l for l in report.splitlines() if l.startswith("| [pairsupcon-table4]"))
     assert "failed" in line
+
+
+def test_one_batch_per_folder(tmp_path):
+    "A second `sentcl experiments run` on a folder a batch works in says who holds it and stops; the first goes on."
+    import os, signal, time
+    sentcl = [str(Path(sys.executable).parent/"sentcl"), "experiments", "run", "sncse-figure4", "--preset",
+              "cpu-smoke", "--out", str(tmp_path/"batch")]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    first = subprocess.Popen(sentcl, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             start_new_session=True)
+    try:
+        t0 = time.time()
+        while not (tmp_path/"batch"/".batch.lock").is_file():
+            assert time.time() - t0 < 120 and first.poll() is None, "the first batch took no lock"
+            time.sleep(0.1)
+        second = subprocess.run(sentcl, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+        assert second.returncode == 2, second.stdout + second.stderr
+        assert f"another `sentcl experiments run` works in this batch folder (process {first.pid} on " in second.stderr
+        assert "add --wait to wait for it" in second.stderr and len(second.stderr.strip().splitlines()) == 1
+        assert first.poll() is None  # the first batch goes on, undisturbed
+    finally:
+        os.killpg(first.pid, signal.SIGKILL); first.wait()
+
