@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from .core import SentclError, atomic_write, write_json
-from .parameters import batch_parameters
+from .parameters import batch_parameters, typed_parameter
 from .encoders import POOLINGS, SentenceEncoder
 from .precision import PRECISIONS
 
@@ -315,12 +315,16 @@ EXPERIMENT_PRESET_NAMES = ("paper", "cpu", "cpu-smoke")
 EXPERIMENT_PARAMETERS = tuple(batch_parameters())  # sentcl.parameters: the notebooks' own, less the flags below
 
 def parse_parameters(items:list[str], rehearse:bool=False) -> dict:
-    "`-p key=value` notebook parameters (values as JSON where possible); an unknown key is a one-line error."
-    params = parse_sets(items)
+    "`-p key=value` notebook parameters, typed by their fields (`typed_parameter`); an unknown key is a one-line error."
+    pairs = [it.partition("=") for it in items or []]
+    for it, (key, eq, _) in zip(items or [], pairs):
+        if not eq or not key.strip(): raise SentclError(f"-p {it!r}: expected KEY=VALUE, e.g. -p seeds=[0,1,2]")
+    params = {key.strip(): value for key, _, value in pairs}
     bad = sorted(set(params) - set(EXPERIMENT_PARAMETERS))
     if bad: raise SentclError(f"-p {', '.join(bad)}: not an experiment parameter; "
                               f"use {', '.join(EXPERIMENT_PARAMETERS)} "
                               "(preset, data dir and output folder have their own flags)")
+    params = {k: typed_parameter(k, v) for k, v in params.items()}
     return {**params, **({"rehearse": True} if rehearse else {})}
 
 # %% ../nbs/11_cli.ipynb #e2dc5aa2

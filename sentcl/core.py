@@ -15,8 +15,8 @@ import tempfile
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['SentclError', 'exists', 'default', 'atomic_write', 'write_json', 'cache_dir', 'text_hash', 'package_versions',
-           'git_commit', 'hardware', 'quiet_transformers', 'modules_loaded_by']
+__all__ = ['SentclError', 'exists', 'default', 'atomic_write', 'write_json', 'record_path', 'check_shape', 'cache_dir',
+           'text_hash', 'package_versions', 'git_commit', 'hardware', 'quiet_transformers', 'modules_loaded_by']
 
 # %% ../nbs/00_core.ipynb #6dc06390
 class SentclError(Exception):
@@ -57,6 +57,38 @@ def write_json(path, obj, indent: int = 2):
     with atomic_write(path, "w", encoding="utf-8") as f:
         json.dump(obj, f, indent=indent, ensure_ascii=False)
         f.write("\n")
+
+# %% ../nbs/00_core.ipynb #33ae9716
+def record_path(value, # a path read back from a record sentcl wrote
+                where:str, # the file and key, named in the error
+               ) -> str:
+    "`value` when it is a relative path that stays inside the folder it is relative to; else a one-line error."
+    parts = value.replace("\\", "/").split("/") if isinstance(value, str) else []
+    if not value or not parts or value.startswith(("/", "\\", "~")) or ":" in parts[0] or ".." in parts:
+        raise SentclError(f"{where}: {value!r} is not a path inside the batch folder (relative, without '..'); the file "
+                          "was not left as sentcl wrote it: restore it, or remove it and run the batch again")
+    return value
+
+# %% ../nbs/00_core.ipynb #59ff65c5
+_JSON_NAMES = {dict: "an object", list: "a list", str: "a string", int: "an integer", float: "a number",
+               bool: "true or false", type(None): "null"}
+
+def check_shape(doc, # a record read back (a parsed JSON object)
+                shape:dict, # {key: a JSON type or a tuple of them (type(None): null allowed)}
+                where:str, # the file (and the part of it), named in the error
+                required=(), # keys that must be there
+               ) -> dict:
+    "`doc` when it is an object whose keys hold the types `shape` says; else a one-line error naming file and key."
+    name = lambda v: _JSON_NAMES.get(type(v), type(v).__name__)
+    if type(doc) is not dict: raise SentclError(f"{where}: should be an object, got {name(doc)}")
+    for key, types in shape.items():
+        types = types if isinstance(types, tuple) else (types,)
+        if key not in doc:
+            if key in required: raise SentclError(f"{where}: '{key}' is missing")
+        elif type(doc[key]) not in types:
+            raise SentclError(f"{where}: '{key}' should be {' or '.join(_JSON_NAMES[t] for t in types)}, "
+                              f"got {name(doc[key])}")
+    return doc
 
 # %% ../nbs/00_core.ipynb #cdcd689f
 def cache_dir(*parts) -> Path:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from fastcore.basics import patch
 
-from .core import SentclError, default, write_json
+from .core import SentclError, check_shape, default, record_path, write_json
 from .costs import cost_columns
 from .data import with_data_folder
 from .experiment_spec import Arm, Experiment
@@ -26,7 +26,7 @@ from .views import VIEWS
 
 # %% auto #0
 __all__ = ['PLAN_VERSION', 'run_key', 'Run', 'plan_row', 'arm_overrides', 'training_key', 'rehearsal_run', 'plan_runs',
-           'plan_record', 'run_from_record', 'write_plan', 'read_plan']
+           'plan_record', 'run_from_record', 'write_plan', 'check_plan', 'read_plan']
 
 # %% ../nbs/13j_plan.ipynb #ed31e1e7
 def run_key(arm:str, seed:int|None) -> str:
@@ -217,14 +217,37 @@ def write_plan(path, # the plan file, e.g. <batch>/<experiment>/plan.json
     return Path(path)
 
 # %% ../nbs/13j_plan.ipynb #15f5f407
+_NONE = type(None)
+_PLAN_RUN = {"key": str, "training_key": (str, _NONE), "experiment": str, "arm": str, "seed": (int, _NONE),
+             "method": (str, _NONE), "model": str, "overrides": dict, "config": (dict, _NONE), "options": (dict, _NONE),
+             "tasks": str, "protocol": str, "eval_options": dict, "folder": str, "train_folder": (str, _NONE),
+             "rehearsal_of": (str, _NONE)}
+
+def check_plan(doc, where:str) -> dict:
+    "A plan document's shape, and its folders relative and inside the batch folder; else a one-line error."
+    check_shape(doc, {"schema": str, "experiment": str, "preset": str, "out": str, "store": (str, list, _NONE),
+                      "runs": list}, where, required=("schema", "experiment", "preset", "out", "runs"))
+    for key, value in [("out", doc["out"]), *(("store", s) for s in ([doc.get("store")] if isinstance(
+            doc.get("store"), str) else doc.get("store") or []))]: record_path(value, f"{where}: {key}")
+    for i, r in enumerate(doc["runs"]):
+        check_shape(r, _PLAN_RUN, f"{where}: runs[{i}]", required=tuple(_PLAN_RUN))
+        for key, value in (("folder", r["folder"]), ("train_folder", r["train_folder"]),
+                           ("options.out", (r["options"] or {}).get("out"))):
+            if value is not None or (key == "options.out" and r["train_folder"]):
+                record_path(value, f"{where}: runs[{i}].{key}")
+    return doc
+
+# %% ../nbs/13j_plan.ipynb #2b11464c
 def read_plan(path, experiment:str, preset:str, out) -> list[Run]:
     "The runs of a plan file written for `experiment` under `preset` into folder `out`; else a one-line error."
     try: doc = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError): doc = None
     if not isinstance(doc, dict) or doc.get("schema") != PLAN_VERSION:
         raise SentclError(f"plan {path}: missing or not a sentcl plan")
+    check_plan(doc, f"plan {path}")
     made = (doc["experiment"], doc["preset"], doc["out"])
     if made != (experiment, preset, str(out)):
         raise SentclError(f"plan {path} is for {made[0]} under {made[1]} in {made[2]}, not {experiment} under {preset} "
                           f"in {out}")
-    return [run_from_record(r) for r in doc["runs"]]
+    try: return [run_from_record(r) for r in doc["runs"]]
+    except (TypeError, ValueError) as e: raise SentclError(f"plan {path}: a run does not read back ({e})") from None

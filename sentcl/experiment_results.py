@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from .cards import headline_score
-from .core import SentclError
+from .core import SentclError, check_shape, record_path
 from .data import TRANSFER_SETS
 from .eval import STS_SUBSET_TASKS
 from .experiment_spec import Experiment, published
@@ -96,6 +96,17 @@ RESULTS_SCHEMA = {
 _RESULT_TYPES = {"schema": str, "experiment": str, "paper": str, "tables": list, "title": str, "preset": str,
                  "kind": str, "parameters": dict, "hardware": dict, "created": str, "versions": dict, "runs": list,
                  "measured": list, "contrasts": list, "figures": list, "extra": dict, "complete": bool}
+_RUN_SHAPE = {"arm": str, "seed": (int, type(None)), "method": (str, type(None)), "model": str, "eval": dict,
+              "describe": dict, "train": (dict, type(None)), "folder": str, "train_folder": (str, type(None)),
+              "seconds": (int, float)}
+
+def _check_run(run:dict, where:str):
+    "One run record: the types sentcl writes, its folders inside the batch folder."
+    check_shape(run, _RUN_SHAPE, where)
+    check_shape(run["eval"], {"tasks": dict, "avg": dict, "settings": dict}, f"{where}.eval", required=("tasks",))
+    for key in ("folder", "train_folder"):
+        if run.get(key) is not None: record_path(run[key], f"{where}.{key}")
+
 _ROW_KEYS = {"runs": ("arm", "seed", "method", "model", "eval"),
              "measured": ("table", "arm", "column", "paper", "mean", "n"),
              "contrasts": ("better", "worse", "column", "diffs", "mean", "status")}
@@ -112,8 +123,10 @@ def check_results(doc:dict, # a parsed results.json
         raise SentclError(f"{where}: schema {doc['schema']!r}, expected {RESULTS_VERSION!r}")
     for part, keys in _ROW_KEYS.items():
         for i, row in enumerate(doc[part]):
-            missing = [k for k in keys if k not in row]
+            missing = [k for k in keys if k not in check_shape(row, {}, f"{where}: {part}[{i}]")]  # an object
             if missing: raise SentclError(f"{where}: {part}[{i}] lacks {missing}")
+    for i, run in enumerate(doc["runs"]): _check_run(run, f"{where}: runs[{i}]")
+    for i, f in enumerate(doc["figures"]): record_path(f, f"{where}: figures[{i}]")  # in the experiment's folder
     return doc
 
 # %% ../nbs/13l_results.ipynb #bd1ca932

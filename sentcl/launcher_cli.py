@@ -57,7 +57,8 @@ def batch_status(out) -> "pd.DataFrame":
     from sentcl.experiment_execute import read_json
     out = Path(out)
     if not out.is_dir(): raise SentclError(f"{out}: no such folder; give a folder that `sentcl experiments run` wrote")
-    recs = ((read_json(out/"batch.json") or {}).get("experiments")) or {}
+    from sentcl.runner import check_batch
+    recs = check_batch(read_json(out/"batch.json") or {"experiments": {}}, str(out/"batch.json"))["experiments"]
     found = set(recs) | {p.parent.name for p in out.glob("*/results.json")}
     if not found: raise SentclError(f"{out}: no batch.json and no experiment results; is this a batch folder?")
     names = [n for n in EXPERIMENTS if n in found] + sorted(found - set(EXPERIMENTS))

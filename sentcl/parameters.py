@@ -12,7 +12,7 @@ from .core import SentclError
 
 # %% auto #0
 __all__ = ['ExperimentParameters', 'parameter_names', 'batch_parameters', 'plan_arguments', 'check_parameters',
-           'notebook_parameters', 'parameters_cell']
+           'notebook_parameters', 'typed_parameter', 'parameters_cell']
 
 # %% ../nbs/12a_parameters.ipynb #d907b069
 def _param(default, help:str, plans:bool=False, own_flag:bool=False):
@@ -28,9 +28,9 @@ class ExperimentParameters:
                                plans=True, own_flag=True)
     steps:int|None = _param(None, "training steps per run; None: the preset's (paper: the config's epochs)", plans=True)
     batch_size:int|None = _param(None, "None: the method config's under the preset", plans=True)
-    seeds:list|None = _param(None, "e.g. [0, 1, 2]; None: the preset's", plans=True)
+    seeds:list[int]|None = _param(None, "e.g. [0, 1, 2]; None: the preset's", plans=True)
     precision:str|None = _param(None, "fp32, bf16, fp16 or auto; None: the preset's", plans=True)
-    arms:list|None = _param(None, "arm names to run; None: the preset's (under cpu, the study's)", plans=True)
+    arms:list[str]|None = _param(None, "arm names to run; None: the preset's (under cpu, the study's)", plans=True)
     rehearse:bool = _param(False, "paper only: every run at the paper's shapes for a step or two, offline (sentcl.rehearsal)",
                            plans=True)
     device:str|None = _param(None, "cpu, cuda, cuda:N; None: automatic")
@@ -63,6 +63,37 @@ def check_parameters(given:dict, where:str="parameters") -> dict:
 def notebook_parameters(namespace:dict) -> dict:
     "The parameters a notebook defines (its `globals()`), to hand to its session."
     return {n: namespace[n] for n in parameter_names() if n in namespace}
+
+# %% ../nbs/12a_parameters.ipynb #6da5188d
+_KINDS = {"int": "an integer", "bool": "true or false", "list[int]": "a list of integers", "list[str]": "a list of names"}
+_EXAMPLES = {"steps": "100", "batch_size": "64", "gpus": "2", "seeds": "[0,1,2]", "arms": '["ce","scl"]',
+             "rehearse": "true"}
+
+def _json_value(name:str, text:str, kind:str):
+    "`text` parsed as JSON, or a one-line error naming the key."
+    try: return json.loads(text)
+    except ValueError as e:
+        raise SentclError(f"-p {name}: {text!r} is not {_KINDS[kind]} (not valid JSON: {e.msg}); "
+                          f"e.g. -p {name}={_EXAMPLES.get(name, '...')}") from None
+
+# %% ../nbs/12a_parameters.ipynb #4c03eead
+def typed_parameter(name:str, # a field of `ExperimentParameters`
+                    text:str, # the value as given on the command line
+                   ):
+    "The value of `-p name=text` in its field's type (see above), or a one-line error naming the key."
+    f = next(f for f in fields(ExperimentParameters) if f.name == name)
+    kind, optional = str(f.type).replace(" ", "").removesuffix("|None"), str(f.type).endswith("None")
+    if optional and text.strip() in ("null", "None"): return None
+    if kind == "str": return text
+    if kind == "bool" and text.strip() in ("True", "False"): return text.strip() == "True"
+    if kind == "list[str]" and not text.lstrip().startswith("["): return [text.strip()]  # one name
+    value = _json_value(name, text, kind)
+    if kind == "list[int]" and type(value) is int: value = [value]  # one seed
+    item = {"list[int]": int, "list[str]": str}.get(kind)
+    ok = (isinstance(value, list) and all(type(v) is item for v in value) if item
+          else type(value) is {"int": int, "bool": bool}[kind])
+    if not ok: raise SentclError(f"-p {name}={text}: expected {_KINDS[kind]}, e.g. -p {name}={_EXAMPLES[name]}")
+    return value
 
 # %% ../nbs/12a_parameters.ipynb #5a98fea3
 def _literal(value) -> str: return json.dumps(value) if isinstance(value, str) else repr(value)

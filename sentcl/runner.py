@@ -23,7 +23,7 @@ from fastcore.basics import patch
 
 import sentcl
 from .catalog import EXPERIMENTS, get_experiment
-from .core import SentclError, atomic_write, default, write_json
+from .core import SentclError, atomic_write, check_shape, default, record_path, write_json
 from .costs import REFERENCE_GPU, UTILISATION, plan_cost
 from .parameters import plan_arguments
 from .experiment_execute import read_json
@@ -35,7 +35,7 @@ from .presets import PRESETS, get_preset
 # %% auto #0
 __all__ = ['PLAN_FILE', 'BATCH_LOCK', 'select_experiments', 'list_experiments', 'dry_run', 'data_label', 'machine_paths',
            'portable_text', 'notebooks_dir', 'notebook_path', 'papermill_command', 'job_environment', 'experiment_done',
-           'BatchState', 'plan_experiment', 'run_one', 'temporary_environment', 'BatchLock', 'run_batch']
+           'check_batch', 'BatchState', 'plan_experiment', 'run_one', 'temporary_environment', 'BatchLock', 'run_batch']
 
 # %% ../nbs/13b_runner.ipynb #f6520716
 def select_experiments(names=None, # experiment names (None or empty: all of them, or all of `paper`'s)
@@ -191,6 +191,24 @@ def experiment_done(folder:Path, preset:str, log=None,
     return (doc["complete"] and doc["preset"] == preset and (doc.get("kind") == "rehearsal") == bool(rehearse)
             and _holds_plan(folder, doc, log))
 
+# %% ../nbs/13b_runner.ipynb #6016ae16
+_NONE = type(None)
+_BATCH_RECORD = {"status": (str, _NONE), "launcher": (str, _NONE), "job_id": (str, int, _NONE), "preset": (str, _NONE),
+                 "log": (str, _NONE), "error": (str, _NONE), "seconds": (int, float, _NONE), "after": list,
+                 "log_tail": (list, _NONE), "submitted_at": (int, float), "started": (str, _NONE)}
+
+def check_batch(doc:dict, where:str) -> dict:
+    "A batch.json's experiments: folder names, records of the types sentcl writes, paths inside the batch folder."
+    check_shape(doc, {"experiments": dict}, where, required=("experiments",))
+    for name, rec in doc["experiments"].items():
+        if not re.fullmatch(r"\w[\w.-]*", name) or ".." in name:
+            raise SentclError(f"{where}: experiments: {name!r} is not an experiment's folder name")
+        check_shape(rec, _BATCH_RECORD, f"{where}: experiments.{name}")
+        if rec.get("log"): record_path(rec["log"], f"{where}: experiments.{name}.log")
+        if rec.get("job_id") is not None and not re.fullmatch(r"\w+", str(rec["job_id"])):
+            raise SentclError(f"{where}: experiments.{name}.job_id: {rec['job_id']!r} is not a job id")
+    return doc
+
 # %% ../nbs/13b_runner.ipynb #1f367479
 class BatchState:
     ("`<out>/batch.json`: each experiment's status (pending, running, done, kept, failed), times and error; atomic, "
@@ -201,6 +219,7 @@ class BatchState:
         if not isinstance(self.doc.get("experiments"), dict):
             if log: log(f"{self.path} has no 'experiments' table; starting a new one")
             self.doc = {"experiments": {}}
+        check_batch(self.doc, str(self.path))
 
     def set(self, name:str, **fields):
         with self._lock:  # one update and its write at a time: json.dump never meets a table another thread changes

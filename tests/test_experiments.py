@@ -201,3 +201,38 @@ def test_one_batch_per_folder(tmp_path):
     finally:
         os.killpg(first.pid, signal.SIGKILL); first.wait()
 
+
+def test_p_values_are_typed_by_their_fields(capsys):
+    "A bare arm is one name (never its letters); malformed JSON is a one-line error naming the key."
+    assert main(["experiments", "run", "liao-table2", "--preset", "cpu-smoke", "--dry-run", "-p", "arms=ce",
+                 "-p", "seeds=1"]) == 0
+    rows = [l.split() for l in capsys.readouterr().out.splitlines() if l.startswith("liao-table2")]
+    assert {(r[1], r[2]) for r in rows} == {("ce", "1")}, rows
+    assert main(["experiments", "run", "liao-table2", "--dry-run", "-p", "seeds=[0,1"]) == 2
+    err = capsys.readouterr().err
+    assert "-p seeds: '[0,1' is not a list of integers (not valid JSON" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("record, said", [
+    ({"liao-table2": ["done"]}, "batch.json: experiments.liao-table2: should be an object, got a list"),
+    ({"../../elsewhere": {"status": "done"}}, "experiments: '../../elsewhere' is not an experiment's folder name"),
+    ({"liao-table2": {"status": "pending", "launcher": "slurm", "job_id": "../../x"}}, "job_id: '../../x' is not a job id"),
+])
+def test_a_batch_record_is_checked_before_it_is_trusted(tmp_path, capsys, record, said):
+    (tmp_path/"batch.json").write_text(json.dumps({"experiments": record}))
+    assert main(["experiments", "status", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert said in err and str(tmp_path/"batch.json") in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_a_result_naming_a_file_outside_its_folder_is_left_out(tmp_path, capsys):
+    "A figure path out of the batch folder is never followed (the report would copy that file)."
+    batch = tmp_path/"shared"/"batch"; (batch/"liao-table2").mkdir(parents=True)
+    (tmp_path/"secret.png").write_bytes(b"\x89PNG not yours")
+    doc = json.loads((ROOT/"results"/"cpu"/"liao-table2"/"results.json").read_text())
+    doc["figures"] = ["../../../secret.png"]
+    (batch/"liao-table2"/"results.json").write_text(json.dumps(doc))
+    main(["experiments", "report", str(batch), "--out", str(tmp_path/"report")])
+    assert not list((tmp_path/"report").rglob("secret.png"))
+    report = (tmp_path/"report"/"report.md").read_text()
+    assert "figures[0]: '../../../secret.png' is not a path inside the batch folder" in report
