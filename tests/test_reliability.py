@@ -338,3 +338,53 @@ def test_a_reader_that_stops_early_is_not_an_error():
                        env={**os.environ, "HF_HUB_OFFLINE": "1"})
     assert r.stdout.split()[:2] == ["experiment", "arm"], r.stdout[:200]
     assert r.returncode == 141 and r.stderr == "", (r.returncode, r.stderr)
+
+
+# --- issue 34: a selected model is never replaced; a finished run is never overwritten -----------------------------
+
+class Killed(Exception):
+    """A kill inside the finish (nothing in the finish catches it)."""
+
+
+def scripted_dev(scores):
+    """A dev evaluation giving each distinct weights the next of `scores`, and the same score when they come again."""
+    seen = {}
+
+    def dev(encoder):
+        key = encoder.fingerprint()
+        if key not in seen:
+            seen[key] = scores[len(seen)]
+        return seen[key]
+    return dev
+
+
+SELECT = {"model": "tiny", "batch_size": 4, "eval_every": 2, "select_on_dev": True}  # evaluated at steps 2, 4 and 5
+
+
+def select_run(out, dev, resume=False):
+    opts = RunOptions(out=str(out), preset="cpu-smoke", train_data=WIKI, max_steps=5, save_every=2, resume=resume,
+                      progress=False)
+    return train("simcse-unsup", SELECT, opts, dev_eval=dev)
+
+
+def test_a_kill_before_the_summary_keeps_the_selected_model(tmp_path, monkeypatch):
+    """The run selects step 4's model (dev 3.0 of 1.0, 3.0, 2.0); killed as its finish writes summary.json, then
+    resumed: model/ holds step 4's weights, as an uninterrupted run's, not step 5's."""
+    import sentcl.train
+    dev = scripted_dev([1.0, 3.0, 2.0])
+    straight = select_run(tmp_path / "straight", dev)
+    assert straight["best_dev"] == 3.0 and not (tmp_path / "straight" / "best").exists()
+    write_json = sentcl.train.write_json
+
+    def killed_at_summary(path, obj, **kw):
+        if Path(path).name == "summary.json":
+            raise Killed(path)
+        return write_json(path, obj, **kw)
+    monkeypatch.setattr(sentcl.train, "write_json", killed_at_summary)
+    with pytest.raises(Killed):
+        select_run(tmp_path / "killed", dev)
+    monkeypatch.setattr(sentcl.train, "write_json", write_json)
+    resumed = select_run(tmp_path / "killed", dev, resume=True)
+    assert resumed["best_dev"] == 3.0 and resumed["step"] == 5
+    assert same_weights(tmp_path / "straight" / "model", tmp_path / "killed" / "model")
+    assert not (tmp_path / "killed" / "best").exists()
