@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .core import SentclError, atomic_write
+from .core import SentclError, atomic_write, read_jsonl
 from .paper_numbers import load_published
 
 # %% auto #0
@@ -43,13 +43,8 @@ def _read(path:Path):
 
 def _final_loss(metrics:Path) -> dict|None:
     "The last logged training step (loss and its terms) of a metrics.jsonl."
-    last = None
-    try:
-        for line in metrics.read_text(encoding="utf-8").splitlines():
-            rec = json.loads(line) if line.strip() else {}
-            if "loss" in rec: last = rec
-    except (OSError, ValueError): return last
-    return last
+    try: return next((r for r in reversed(read_jsonl(metrics)) if "loss" in r), None)
+    except OSError: return None
 
 def _scores_lines(evaluation:dict) -> list[str]:
     "A Markdown table of an evaluation's per-task headline numbers and its averages."

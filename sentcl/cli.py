@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .core import SentclError, atomic_write, write_json
+from .core import SentclError, atomic_write, read_jsonl, warn, write_json
 from .parameters import batch_parameters
 from .encoders import POOLINGS, SentenceEncoder
 from .precision import PRECISIONS
@@ -271,8 +271,7 @@ def loss_curve(metrics_path, path=None):
     "Plot the training loss (and its terms) from a run's metrics.jsonl; saved as PNG and SVG when `path` is given."
     import pandas as pd
     from sentcl.plots import new_figure, plot_style, save_figure
-    rows = [json.loads(l) for l in Path(metrics_path).read_text().splitlines() if l.strip()]
-    df = pd.DataFrame([r for r in rows if "loss" in r])
+    df = pd.DataFrame([r for r in read_jsonl(metrics_path, warn) if "loss" in r])
     with plot_style():
         fig, axes = new_figure()
         ax = axes[0, 0]

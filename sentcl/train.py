@@ -29,7 +29,7 @@ from tqdm.auto import tqdm
 from .checkpoints import CHECKPOINT, config_differences, load_checkpoint, save_checkpoint, seed_everything
 from .cards import write_model_card
 from .checkpoints import PREVIOUS, rng_state, set_rng_state
-from .core import SentclError, atomic_write, default, git_commit, package_versions, write_json
+from .core import SentclError, atomic_write, default, git_commit, package_versions, read_jsonl, warn, write_json
 from .data import DEFAULT_CORPUS, SAMPLES_LABEL, load_corpus, sample_fraction, with_data_folder
 from .gradients import autocast_context, average_gradients, broadcast_parameters, compute_gradients
 from .precision import machine_facts, resolve_precision
@@ -183,9 +183,9 @@ def _open_log(self:Trainer):
     path = self.out/"metrics.jsonl"
     if self.opts.resume and path.exists():  # the steps the checkpoint holds; not the last evaluation when it is redone
         redo = self._last_evaluation_due()
-        kept = [l for l in path.read_text().splitlines() if l.strip()
-                and (s := json.loads(l).get("step", 0)) <= self.step and not (redo and s == self.step and "dev" in l)]
-        with atomic_write(path) as f: f.write("".join(l + "\n" for l in kept))
+        kept = [r for r in read_jsonl(path, warn if self.rank == 0 else None)
+                if (s := r.get("step", 0)) <= self.step and not (redo and s == self.step and "dev" in r)]
+        with atomic_write(path) as f: f.write("".join(json.dumps(r) + "\n" for r in kept))
     elif path.exists(): path.unlink()
     return open(path, "a", encoding="utf-8")
 

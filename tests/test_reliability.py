@@ -388,3 +388,20 @@ def test_a_kill_before_the_summary_keeps_the_selected_model(tmp_path, monkeypatc
     assert resumed["best_dev"] == 3.0 and resumed["step"] == 5
     assert same_weights(tmp_path / "straight" / "model", tmp_path / "killed" / "model")
     assert not (tmp_path / "killed" / "best").exists()
+
+
+def test_a_log_cut_off_by_a_crash_never_blocks_a_resume(tmp_path, capsys):
+    """metrics.jsonl ends in a cut-off line padded with NUL bytes (a crash while appending): --resume drops that line,
+    says so once, and finishes with a clean log."""
+    out = str(tmp_path / "run")
+    run = ["train", "simcse-unsup", *TINY_RUN, "--max-steps", "4", "--save-every", "1", "--out", out]
+    rc, _, err = cli(capsys, *run, "--stop-after", "2")
+    assert rc == 0, err
+    with open(Path(out, "metrics.jsonl"), "ab") as f:
+        f.write(b'{"step": 3, "epoch": 0, "lo' + b"\0" * 4096)
+    rc, _, err = cli(capsys, *run, "--resume")
+    assert rc == 0, err[-2000:]
+    said = [line for line in err.splitlines() if "metrics.jsonl" in line]
+    assert len(said) == 1 and "dropped 1 damaged line(s)" in said[0], err
+    log = [json.loads(line) for line in Path(out, "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in log] == [1, 2, 3, 4]
