@@ -26,7 +26,7 @@ import torch.distributed as dist
 from fastcore.basics import patch
 from tqdm.auto import tqdm
 
-from .checkpoints import CHECKPOINT, config_differences, load_checkpoint, save_checkpoint, seed_everything
+from .checkpoints import CHECKPOINT, CHECKSUMS, config_differences, load_checkpoint, save_checkpoint, seed_everything
 from .cards import write_model_card
 from .checkpoints import PREVIOUS, rng_state, set_rng_state
 from .core import SentclError, atomic_write, default, git_commit, package_versions, read_jsonl, warn, write_json
@@ -42,7 +42,8 @@ from .views import VIEWS, View, build_view
 
 # %% auto #0
 __all__ = ['RESUME_MAY_CHANGE', 'FINISH_POINTS', 'RunOptions', 'run_record', 'flat_record', 'resolve', 'Trainer', 'export_model',
-           'check_run_folder', 'finished_summary', 'load_training_data', 'training_view', 'train']
+           'finished_summary', 'finished_run', 'writable_folder', 'check_run_folder', 'load_training_data',
+           'training_view', 'train']
 
 # %% ../nbs/08_train.ipynb #49e5aa4e
 @dataclass
@@ -285,11 +286,31 @@ def run_epoch(self:Trainer) -> bool:
     self.position = max(self.position, self.batches_per_epoch)
     return True
 
+# %% ../nbs/08_train.ipynb #bad30805
+def finished_summary(out) -> dict|None:
+    "The summary of the finished run in `out` (its summary.json says finished and model/ is there), else None."
+    try: summary = json.loads((Path(out)/"summary.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError): return None
+    finished = isinstance(summary, dict) and summary.get("finished") is True and (Path(out)/"model").is_dir()
+    return summary if finished else None
+
+def finished_run(out, record:dict) -> dict|None:
+    "The summary of the run `record` (flat) describes when `out` holds it finished: config.json records the same."
+    done = finished_summary(out)
+    try: saved = json.loads((Path(out)/"config.json").read_text(encoding="utf-8")) if done else {}
+    except (OSError, ValueError): return None
+    current = json.loads(json.dumps(record, default=str))
+    return None if config_differences({k: saved.get(k) for k in current}, current, ignore=RESUME_MAY_CHANGE) else done
+
+def _clear_run(out:Path):
+    "Delete the run in `out` that --force starts again: its summary.json first (the run is no longer finished)."
+    (out/"summary.json").unlink(missing_ok=True)
+    for n in (CHECKPOINT, PREVIOUS, CHECKSUMS): (out/n).unlink(missing_ok=True)
+    for n in ("best", "model"): shutil.rmtree(out/n, ignore_errors=True)
+
 # %% ../nbs/08_train.ipynb #8be71807
-def check_run_folder(out, # the run folder
-                     resume:bool, # the run continues from the folder's checkpoint
-                    ):
-    "Before step 1: `out` is a folder sentcl can write, holding a checkpoint exactly when the run resumes."
+def writable_folder(out) -> Path:
+    "`out` as a folder sentcl can write (made when missing), else a one-line error."
     out = Path(out)
     if out.exists() and not out.is_dir(): raise SentclError(f"--out {out} is a file; give a folder for the run")
     try:
@@ -297,6 +318,18 @@ def check_run_folder(out, # the run folder
         with tempfile.TemporaryFile(dir=out): pass
     except OSError as e:
         raise SentclError(f"--out {out}: cannot write there ({e.strerror}); choose another folder") from None
+    return out
+
+def check_run_folder(out, # the run folder
+                     resume:bool, # the run continues from the folder's checkpoint
+                     force:bool=False, # start again: a finished run or a checkpoint in `out` is deleted
+                    ):
+    "Before step 1: `out` is a folder sentcl can write, holding a checkpoint exactly when the run resumes."
+    out = writable_folder(out)
+    if force: _clear_run(out)
+    if not resume and (done := finished_summary(out)):
+        raise SentclError(f"{out} holds a finished run (step {done.get('step')}: summary.json and model/); train it "
+                          "again there with --force, or choose a new --out")
     has = [n for n in (CHECKPOINT, PREVIOUS) if (out/n).is_file()]
     if resume and not has: raise SentclError(f"--resume: no {CHECKPOINT} in {out}; start without --resume")
     if has and not resume: raise SentclError(f"{out} holds the checkpoint of an earlier run ({has[0]}); continue it "
@@ -324,27 +357,11 @@ def begin(self:Trainer):
 # %% ../nbs/08_train.ipynb #26afa3c2
 FINISH_POINTS = ("checkpoint", "stage", "aside", "install", "clear", "card", "summary", "best")  # a finish, in order
 
-def finished_summary(out) -> dict|None:
-    "The summary of the finished run in `out` (its summary.json says finished and model/ is there), else None."
-    try: summary = json.loads((Path(out)/"summary.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError): return None
-    finished = isinstance(summary, dict) and summary.get("finished") is True and (Path(out)/"model").is_dir()
-    return summary if finished else None
-
 @patch
 def _holds_selected(self:Trainer) -> bool:
     "model/ holds the model selected on dev: a best score, and its best/ already moved there (by an earlier finish)."
     selected = self.cfg.select_on_dev and self.best is not None
     return selected and not (self.out/"best").is_dir() and (self.out/"model").is_dir()
-
-@patch
-def _finished_already(self:Trainer) -> dict|None:
-    "On resume, the summary of this run when it finished already: config.json records the same settings."
-    done = finished_summary(self.out) if self.opts.resume else None
-    try: saved = json.loads((self.out/"config.json").read_text(encoding="utf-8")) if done else {}
-    except (OSError, ValueError): return None
-    current = json.loads(json.dumps(self.record, default=str))
-    return None if config_differences({k: saved.get(k) for k in current}, current, ignore=RESUME_MAY_CHANGE) else done
 
 Trainer.finish_hook = None  # callable(point) run at each of the `FINISH_POINTS`: tests kill the run there
 
@@ -411,7 +428,7 @@ def finish(self:Trainer) -> dict:
 @patch
 def fit(self:Trainer) -> dict:
     "Train to the end of the schedule (or `stop_after` steps), then write the model; returns a summary."
-    if (done := self._finished_already()) is not None:  # resumed after its summary.json was written
+    if self.opts.resume and (done := finished_run(self.out, self.record)) is not None:  # resumed, finished already
         if self.rank == 0: shutil.rmtree(self.out/"best", ignore_errors=True)  # the finish's last step
         return done
     self.begin()
@@ -453,16 +470,22 @@ def train(method:str, # a key of `sentcl.methods.METHODS`
           options:RunOptions=None, # how the run executes; None: RunOptions() (paper preset, runs/<method>)
           dev_eval:Callable=None, # callable(encoder) -> float; None: `make_dev_eval(options.data_dir, protocol)`
           make_dev_eval:Callable=None, # (data_dir, protocol) -> dev_eval, e.g. `sentcl.eval.sts_dev`
+          force:bool=False, # start again where `options.out` holds a run (finished, or a checkpoint): it is deleted
          ) -> dict: # the summary: finished, step, best_dev, model, seconds
     "Train `method` with its paper config changed by `overrides`, run as `options` say; writes the run folder."
     config, options = resolve(method, overrides, options)
+    if force and options.resume: raise SentclError("--force starts the run again, --resume continues it: give one")
+    if options.resume and (done := finished_run(options.out, flat_record(run_record(method, config, options)))):
+        warn(f"{options.out} holds this run finished (step {done.get('step')}); nothing to resume")
+        shutil.rmtree(Path(options.out)/"best", ignore_errors=True)  # the last step of a finish a kill cut short
+        return done
     if dev_eval is None and config.eval_every:  # a dev evaluation is built only for a config that evaluates
         if make_dev_eval is None:  # the evaluation layer sits below training: the caller hands its evaluation down
             raise SentclError(f"{method} evaluates on dev every {config.eval_every} steps: pass dev_eval= or "
                               "make_dev_eval= (e.g. sentcl.eval.sts_dev)")
         dev_eval = make_dev_eval(options.data_dir, config.eval_protocol)
     if config.eval_every: getattr(dev_eval, "check", lambda: None)()  # the cheap checks first: nothing is loaded yet
-    check_run_folder(options.out, options.resume)
+    check_run_folder(options.out, options.resume, force)
     device = setup_distributed()
     seed_everything(config.seed)
     data = load_training_data(get_method(method).view, options, config.corpus)
