@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .core import SentclError, atomic_write
+from .core import SentclError, atomic_write, read_jsonl
 from .paper_numbers import load_published
 
 # %% auto #0
@@ -43,13 +43,8 @@ def _read(path:Path):
 
 def _final_loss(metrics:Path) -> dict|None:
     "The last logged training step (loss and its terms) of a metrics.jsonl."
-    last = None
-    try:
-        for line in metrics.read_text(encoding="utf-8").splitlines():
-            rec = json.loads(line) if line.strip() else {}
-            if "loss" in rec: last = rec
-    except (OSError, ValueError): return last
-    return last
+    try: return next((r for r in reversed(read_jsonl(metrics)) if "loss" in r), None)
+    except OSError: return None
 
 def _scores_lines(evaluation:dict) -> list[str]:
     "A Markdown table of an evaluation's per-task headline numbers and its averages."
@@ -66,10 +61,12 @@ def _scores_lines(evaluation:dict) -> list[str]:
 # %% ../nbs/08d_cards.ipynb #1b3f7293
 def model_card(run_dir, # a training run folder: config.json, summary.json, metrics.jsonl, model/
                evaluation:dict|None=None, # a `sentcl.eval.evaluate` document to add (tasks, avg, settings)
+               summary:dict|None=None, # the run's summary; None: its summary.json
               ) -> str:
     "The model card (Markdown) of the model a run folder holds."
     run_dir = Path(run_dir)
-    config, summary = _read(run_dir/"config.json"), _read(run_dir/"summary.json") or {}
+    config = _read(run_dir/"config.json")
+    summary = (_read(run_dir/"summary.json") if summary is None else summary) or {}
     if config is None: raise SentclError(f"{run_dir}: no readable config.json; is it a sentcl training run folder?")
     method, model = config.get("run.method", "?"), config.get("method.model", "?")
     modules = _read(run_dir/"model"/"modules.json") or []
@@ -100,10 +97,13 @@ def model_card(run_dir, # a training run folder: config.json, summary.json, metr
     return "\n".join(lines)
 
 # %% ../nbs/08d_cards.ipynb #f925ba02
-def write_model_card(run_dir, evaluation:dict|None=None) -> Path:
+def write_model_card(run_dir, # a training run folder with a model/
+                     evaluation:dict|None=None, # a `sentcl.eval.evaluate` document to add
+                     summary:dict|None=None, # the run's summary (a finish writes the card before summary.json)
+                    ) -> Path:
     "Write (or rewrite) `model/README.md` of a finished run folder; returns its path."
     path = Path(run_dir)/"model"/"README.md"
     if not path.parent.is_dir(): raise SentclError(f"{run_dir}: no model/ folder yet; the run has not finished")
-    text = model_card(run_dir, evaluation)
+    text = model_card(run_dir, evaluation, summary)
     with atomic_write(path, "w", encoding="utf-8") as f: f.write(text)
     return path

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .core import SentclError, atomic_write, write_json
+from .core import SentclError, atomic_write, read_jsonl, warn, write_json
 from .parameters import batch_parameters, typed_parameter
 from .encoders import POOLINGS, SentenceEncoder
 from .precision import PRECISIONS
@@ -22,12 +23,12 @@ from .precision import PRECISIONS
 # %% auto #0
 __all__ = ['CONFIG_FLAGS', 'DEMO_TASKS', 'EXPERIMENT_PRESET_NAMES', 'EXPERIMENT_PARAMETERS', 'OneLineParser', 'at_least',
            'check_output_file', 'add_encode_arguments', 'read_sentences', 'run_encode', 'parse_sets',
-           'add_train_setup_arguments', 'add_train_loop_arguments', 'add_train_arguments', 'train_request', 'run_train',
-           'add_eval_input_arguments', 'add_eval_vector_arguments', 'add_eval_scoring_arguments', 'add_eval_arguments',
-           'run_eval', 'add_demo_arguments', 'loss_curve', 'before_after_table', 'run_demo', 'parse_parameters',
-           'add_experiment_selection', 'add_batch_arguments', 'add_execution_arguments', 'add_experiments_arguments',
-           'wide_tables', 'compare_batches', 'print_dry_run', 'batch_outcome', 'run_experiment_batch',
-           'run_experiments', 'build_parser', 'main']
+           'add_train_setup_arguments', 'add_train_loop_arguments', 'add_train_arguments', 'train_request',
+           'run_folder_lock', 'run_train', 'add_eval_input_arguments', 'add_eval_vector_arguments',
+           'add_eval_scoring_arguments', 'add_eval_arguments', 'run_eval', 'add_demo_arguments', 'loss_curve',
+           'before_after_table', 'run_demo', 'parse_parameters', 'add_experiment_selection', 'add_batch_arguments',
+           'add_execution_arguments', 'add_experiments_arguments', 'wide_tables', 'compare_batches', 'print_dry_run',
+           'batch_outcome', 'run_experiment_batch', 'run_experiments', 'build_parser', 'main']
 
 # %% ../nbs/11_cli.ipynb #5beefe6b
 class OneLineParser(argparse.ArgumentParser):
@@ -136,6 +137,8 @@ def add_train_loop_arguments(p:argparse.ArgumentParser):
     p.add_argument("--precision", default="fp32", choices=PRECISIONS,
                    help="fp32, bf16, fp16 (CUDA, with loss scaling) or auto (bf16 where the device runs it fast)")
     p.add_argument("--resume", action="store_true", help="continue from the run folder's checkpoint")
+    p.add_argument("--force", action="store_true",
+                   help="start again in a run folder that holds a run (finished, or a checkpoint): it is deleted")
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                    help="override a field of the method config")
     p.add_argument("--show-config", action="store_true", help="print the resolved config and run options, and exit")
@@ -162,16 +165,30 @@ def train_request(args:argparse.Namespace) -> tuple:
     return args.method, overrides, options
 
 # %% ../nbs/11_cli.ipynb #d3f03925
+@contextlib.contextmanager
+def run_folder_lock(out):
+    "Hold run folder `out`'s `TrainingLock` (under torchrun: rank 0's); a folder made for it and left empty goes after."
+    from sentcl.experiment_execute import TrainingLock
+    from sentcl.train import writable_folder
+    made = not Path(out).exists()
+    try:
+        if os.environ.get("RANK", "0") != "0": yield; return  # torchrun's other ranks write nothing
+        with TrainingLock(writable_folder(out), log=lambda m: warn(m.strip())): yield
+    finally:
+        if made:
+            with contextlib.suppress(OSError): Path(out).rmdir()
+
 def run_train(args) -> int:
-    "Train one method run, or with --show-config print its resolved config and run options."
+    "Train one method run under its folder's lock, or with --show-config print its resolved config and run options."
     from sentcl.eval import sts_dev
     from sentcl.train import resolve, run_record, train
     method, overrides, options = train_request(args)
+    config, resolved = resolve(method, overrides, options)
     if args.show_config:
-        config, options = resolve(method, overrides, options)
-        print(json.dumps(run_record(method, config, options), indent=2, default=str))
+        print(json.dumps(run_record(method, config, resolved), indent=2, default=str))
         return 0
-    summary = train(method, overrides, options, make_dev_eval=sts_dev)
+    with run_folder_lock(resolved.out):
+        summary = train(method, overrides, options, make_dev_eval=sts_dev, force=args.force)
     print(json.dumps(summary, indent=2))
     return 0
 
@@ -253,6 +270,7 @@ def add_demo_arguments(p:argparse.ArgumentParser):
     "Add the `sentcl demo` options to `p`."
     p.add_argument("--model", default="default"); p.add_argument("--out", default="runs/demo")
     p.add_argument("--steps", type=at_least(1), default=40); p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--force", action="store_true", help="train again where --out holds a finished run")
 
 # %% ../nbs/11_cli.ipynb #a933d62c
 DEMO_TASKS = "stsb,wikitext_topics"
@@ -271,8 +289,7 @@ def loss_curve(metrics_path, path=None):
     "Plot the training loss (and its terms) from a run's metrics.jsonl; saved as PNG and SVG when `path` is given."
     import pandas as pd
     from sentcl.plots import new_figure, plot_style, save_figure
-    rows = [json.loads(l) for l in Path(metrics_path).read_text().splitlines() if l.strip()]
-    df = pd.DataFrame([r for r in rows if "loss" in r])
+    df = pd.DataFrame([r for r in read_jsonl(metrics_path, warn) if "loss" in r])
     with plot_style():
         fig, axes = new_figure()
         ax = axes[0, 0]
@@ -295,7 +312,7 @@ def run_demo(args) -> int:
     "Train PairSupCon briefly from `default` on the bundled samples and print a before/after table."
     from sentcl.train import RunOptions, check_run_folder, train
     out = Path(args.out)
-    check_run_folder(out, resume=False)  # before the first evaluation
+    check_run_folder(out, resume=False, force=args.force)  # before the first evaluation
     before = _demo_scores(args.model)
     options = RunOptions(preset="cpu-smoke", out=str(out), max_steps=args.steps, progress=not args.no_progress)
     summary = train("pairsupcon", {"model": args.model}, options)

@@ -11,16 +11,22 @@ import importlib.metadata
 import json
 import os
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['SentclError', 'exists', 'default', 'atomic_write', 'write_json', 'record_path', 'check_shape', 'cache_dir',
-           'text_hash', 'package_versions', 'git_commit', 'hardware', 'quiet_transformers', 'modules_loaded_by']
+__all__ = ['SentclError', 'warn', 'exists', 'default', 'atomic_write', 'write_json', 'record_path', 'check_shape', 'read_jsonl',
+           'cache_dir', 'text_hash', 'package_versions', 'git_commit', 'hardware', 'quiet_transformers',
+           'modules_loaded_by']
 
 # %% ../nbs/00_core.ipynb #6dc06390
 class SentclError(Exception):
     "An error with a one-line message meant for the user: what was wrong, where, what to do."
+
+def warn(message:str):
+    "Say `message` on stderr as a sentcl warning: one line, the run goes on."
+    print(f"sentcl: warning: {message}", file=sys.stderr)
 
 # %% ../nbs/00_core.ipynb #ac59923f
 def exists(x) -> bool:
@@ -89,6 +95,22 @@ def check_shape(doc, # a record read back (a parsed JSON object)
             raise SentclError(f"{where}: '{key}' should be {' or '.join(_JSON_NAMES[t] for t in types)}, "
                               f"got {name(doc[key])}")
     return doc
+
+# %% ../nbs/00_core.ipynb #a5dab1d9
+def read_jsonl(path, # an append-only log of one JSON object a line, e.g. a run's metrics.jsonl
+               say=None, # called once, with one line, when lines a crash cut off or padded are dropped
+              ) -> list[dict]:
+    "The records of a JSON-lines log; a line a crash cut off or padded with NUL bytes is dropped, never an error."
+    text = Path(path).read_bytes().decode("utf-8", errors="replace").replace("\x00", "")  # JSON never holds a NUL
+    records, bad = [], []
+    for n, line in enumerate(text.split("\n"), 1):
+        try: rec = json.loads(line) if line.strip() else {}
+        except ValueError: rec = None
+        if isinstance(rec, dict): records += [rec] if rec else []
+        else: bad.append(n)
+    if bad and say: say(f"{path}: dropped {len(bad)} damaged line(s) from line {bad[0]} (cut off or NUL-padded by "
+                          "a crash)")
+    return records
 
 # %% ../nbs/00_core.ipynb #cdcd689f
 def cache_dir(*parts) -> Path:

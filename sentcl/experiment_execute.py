@@ -5,9 +5,14 @@
 # %% ../nbs/13k_execute.ipynb #b5b335b6
 from __future__ import annotations
 
+import _thread
+import contextlib
+import ctypes
 import dataclasses
 import json
 import os
+import secrets
+import signal
 import socket
 import subprocess
 import sys
@@ -28,8 +33,8 @@ from .rehearsal import prepare_rehearsal
 from .train import RunOptions, train
 
 # %% auto #0
-__all__ = ['TRANSIENT_TRIES', 'keep_damaged', 'read_json', 'TrainingLock', 'torchrun_command', 'train_run', 'device_type',
-           'evaluated_as_planned', 'evaluate_run', 'execute_run', 'select_device']
+__all__ = ['TRANSIENT_TRIES', 'LOCK_TOKEN', 'keep_damaged', 'read_json', 'TrainingLock', 'LockLost', 'torchrun_command',
+           'train_run', 'device_type', 'evaluated_as_planned', 'evaluate_run', 'execute_run', 'select_device']
 
 # %% ../nbs/13k_execute.ipynb #290aebb6
 def keep_damaged(path) -> Path:
@@ -102,12 +107,17 @@ def _lock_state(path:Path) -> tuple|None:
     return holder, time.time() - st.st_mtime, (st.st_ino, st.st_mtime_ns, text)
 
 # %% ../nbs/13k_execute.ipynb #ec17bc82
+LOCK_TOKEN = "SENTCL_TRAINING_LOCK"  # environment: the token of a lock held for this process (torchrun's ranks)
+
 class TrainingLock:
     ("Hold `folder/.lock` while training, its time refreshed every `beat` seconds; another process asking for the "
      "same run waits. A lock is taken over when its holder is gone: a dead process of this host, or a lock of any "
-     "host not refreshed for `stale` seconds (its holder stopped on another machine of a shared file system).")
+     "host not refreshed for `stale` seconds (its holder stopped on another machine of a shared file system). "
+     "Each lock carries a random token: its holder releases only its own, and stops training once it lost it.")
     def __init__(self, folder, log=print, poll:float=5.0, beat:float=30.0, stale:float=600.0):
         self.path, self.log, self.poll, self.beat, self.stale = Path(folder)/".lock", log, poll, beat, stale
+        self.token, self.lost = secrets.token_hex(16), None  # lost: why the lock is no longer ours (one line)
+        self.inherited = False  # held for this process by the one that started it (`LOCK_TOKEN`)
 
     def _gone(self, holder:dict|None, age:float) -> bool:
         if holder is None: return age > 2.0  # unreadable for two seconds: not a lock being written
@@ -130,6 +140,8 @@ def _take_over(self:TrainingLock, stamp:tuple):
 @patch
 def __enter__(self:TrainingLock):
     self.path.parent.mkdir(parents=True, exist_ok=True)
+    if os.environ.get(LOCK_TOKEN) and _token(self.path) == os.environ[LOCK_TOKEN]:
+        self.token, self.inherited = os.environ[LOCK_TOKEN], True; return self  # its holder started this process
     waited = False
     while True:
         try: fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
@@ -140,21 +152,78 @@ def __enter__(self:TrainingLock):
             if not waited and holder:
                 self.log(f"  waiting: process {holder['pid']} on {holder['host']} is training {self.path.parent.name}")
             waited = True; time.sleep(self.poll); continue
-        os.write(fd, json.dumps({"host": socket.gethostname(), "pid": os.getpid()}).encode()); os.close(fd)
-        self._stop = threading.Event()
+        os.write(fd, json.dumps({"host": socket.gethostname(), "pid": os.getpid(), "token": self.token}).encode())
+        os.close(fd)
+        self._stop, self._guard, self._holder = threading.Event(), threading.Lock(), threading.get_ident()
         self._beating = threading.Thread(target=self._beat, daemon=True); self._beating.start()
         return self
 
+# %% ../nbs/13k_execute.ipynb #6e237c58
+@patch
+def _refresh(self:TrainingLock) -> str|None:
+    "Refresh the lock's time: None when done, else why it is not ours any more; an `OSError` is raised (retried)."
+    try: text = self.path.read_text()
+    except FileNotFoundError: return "its lock file was removed"
+    try: holder = json.loads(text)
+    except ValueError: holder = None
+    if not isinstance(holder, dict) or holder.get("token") != self.token:
+        who = f"process {holder.get('pid')} on {holder.get('host')}" if isinstance(holder, dict) else "another process"
+        return f"{who} took it over"
+    os.utime(self.path)
+
 @patch
 def _beat(self:TrainingLock):
-    while not self._stop.wait(self.beat):
-        try: os.utime(self.path)
-        except OSError: return
+    "Refresh the lock every `beat` seconds, a failed refresh again every second; interrupt training once it is lost."
+    good, wait = time.monotonic(), self.beat
+    while not self._stop.wait(wait):
+        try: why, wait = self._refresh(), self.beat
+        except OSError as e:
+            why, wait, late = None, min(1.0, self.beat), time.monotonic() - good
+            if late > self.stale / 2: why = f"it could not be refreshed for {late:.0f} s ({type(e).__name__}: {e})"
+        else: good = time.monotonic() if why is None else good
+        if why: return self._lose(why)
+
+# %% ../nbs/13k_execute.ipynb #c15a5d1b
+def _token(path:Path) -> str|None:
+    "The token of lock file `path` (None: none, unreadable, or an older sentcl's lock)."
+    try: holder = json.loads(path.read_text())
+    except (OSError, ValueError): return None
+    return holder.get("token") if isinstance(holder, dict) else None
+
+# %% ../nbs/13k_execute.ipynb #c5a227c5
+class LockLost(KeyboardInterrupt): "Raised in a thread that trains under a `TrainingLock` it lost."
+
+@patch
+def _lose(self:TrainingLock, why:str):
+    "Record why the lock is lost and interrupt the thread that holds it (unless it is releasing it already)."
+    with self._guard:
+        if self._stop.is_set(): return
+        self.lost = (f"lost the training lock of {self.path.parent} ({why}); this process stopped training it so that "
+                     "two processes never write one run: let the other one finish, or resume after it stopped")
+        if self._holder == threading.main_thread().ident: _thread.interrupt_main()  # also ends a sleep or a wait
+        else: ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self._holder), ctypes.py_object(LockLost))
+
+@patch
+def _release(self:TrainingLock):
+    "Remove the lock file when it holds this holder's token; a lock taken over belongs to its new holder."
+    if _token(self.path) != self.token: return
+    aside = self.path.with_name(f".lock.release-{self.token}")
+    try: os.rename(self.path, aside)
+    except FileNotFoundError: return
+    if _token(aside) != self.token:  # replaced between the check and the rename: put back
+        with contextlib.suppress(FileExistsError): os.link(aside, self.path)
+    aside.unlink(missing_ok=True)
 
 @patch
 def __exit__(self:TrainingLock, *exc):
-    self._stop.set(); self._beating.join()
-    self.path.unlink(missing_ok=True)
+    if self.inherited: return
+    try:
+        with self._guard: self._stop.set()
+        self._beating.join()
+    except KeyboardInterrupt:
+        if not self.lost: raise  # the user's, not the heartbeat's
+    self._release()
+    if self.lost: raise SentclError(self.lost) from None
 
 # %% ../nbs/13k_execute.ipynb #66be8fed
 _OPTION_FLAGS = {"preset": "--preset", "train_data": "--train-data", "data_dir": "--data-dir",
@@ -190,10 +259,15 @@ def _resumable(folder:Path, log) -> bool:
         return False
 
 # %% ../nbs/13k_execute.ipynb #eb339bbe
-def _train(run:Run, options:RunOptions, processes:int) -> dict:
-    "One call of `sentcl.train.train` for `run`, in this process or over `processes` DDP processes."
+def _train(run:Run, options:RunOptions, processes:int, lock:TrainingLock) -> dict:
+    "One call of `sentcl.train.train` for `run` under `lock`, in this process or over `processes` DDP processes."
     if processes <= 1: return train(run.method, run.overrides, options, make_dev_eval=sts_dev)
-    proc = subprocess.run(torchrun_command(run.method, run.overrides, options, processes))
+    env = {**os.environ, LOCK_TOKEN: lock.token}  # its `sentcl train` finds the lock held for it
+    proc = subprocess.Popen(torchrun_command(run.method, run.overrides, options, processes), env=env,
+                            start_new_session=True)
+    try: proc.wait()
+    except BaseException:  # the lock lost, or an interrupt: torchrun and its ranks stop too
+        os.killpg(proc.pid, signal.SIGTERM); proc.wait(); raise
     if proc.returncode:
         raise SentclError(f"{run.key}: training over {processes} processes (torchrun) exited with status "
                           f"{proc.returncode}; its output is above")
@@ -206,15 +280,15 @@ def train_run(run:Run, log=print,
     "Train `run` unless its folder holds a finished run (resuming from its checkpoint); one process at a time."
     folder = Path(run.train_folder)
     if done := _finished(folder, log): return done
-    with TrainingLock(folder, log):
+    with TrainingLock(folder, log) as lock:
         if done := _finished(folder, log): return done  # trained while we waited
         resume = _resumable(folder, log)
         if run.rehearsal_of and run.options.max_steps > 1 and not resume:  # interrupted once, then resumed
-            _train(run, dataclasses.replace(run.options, stop_after=1), processes)
+            _train(run, dataclasses.replace(run.options, stop_after=1), processes, lock)
             log(f"  rehearsal: {run.key} stopped after step 1; resuming from its checkpoint")
             resume = True
         log(f"  train {run.key}: {run.method} on {run.describe()['data']}{' (resuming)' if resume else ''}")
-        summary = _train(run, dataclasses.replace(run.options, resume=resume), processes)
+        summary = _train(run, dataclasses.replace(run.options, resume=resume), processes, lock)
     if run.rehearsal_of and summary.get("finished"):  # resume was checked; a batch of 139 would keep ~100 GB
         for n in (CHECKPOINT, PREVIOUS): (folder/n).unlink(missing_ok=True)
     return summary

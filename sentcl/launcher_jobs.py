@@ -101,12 +101,19 @@ class TrainingJob:
     options:object # `sentcl.train.RunOptions`; `out` is the run folder, `save_every` what a preemption can cost
 
     def __call__(self) -> dict:
+        "Train under the run folder's lock (`TrainingLock`), resuming from its checkpoint; a finished run is kept."
         from sentcl.eval import sts_dev
-        from sentcl.train import train
-        step = checkpoint_step(self.options.out)
-        if step is not None: print(f"sentcl: resuming {self.options.out} from its checkpoint (step {step})", flush=True)
-        return train(self.method, self.overrides, dataclasses.replace(self.options, resume=step is not None),
-                     make_dev_eval=sts_dev)
+        from sentcl.experiment_execute import TrainingLock
+        from sentcl.train import finished_summary, train
+        out = self.options.out
+        with TrainingLock(out, log=lambda m: print(f"sentcl: {m.strip()}", flush=True)):
+            if (done := finished_summary(out)) is not None:
+                print(f"sentcl: {out} holds this training finished (step {done.get('step')}); skipped", flush=True)
+                return done
+            if (step := checkpoint_step(out)) is not None:
+                print(f"sentcl: resuming {out} from its checkpoint (step {step})", flush=True)
+            return train(self.method, self.overrides, dataclasses.replace(self.options, resume=step is not None),
+                         make_dev_eval=sts_dev)
 
 # %% ../nbs/13d1_launcher_jobs.ipynb #7106f425
 @patch

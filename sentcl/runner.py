@@ -245,12 +245,12 @@ def _error_of(log:Path, returncode:int) -> str:
 
 # %% ../nbs/13b_runner.ipynb #a00299a9
 def _make_portable(files, paths:dict):
-    "Rewrite text files (a log, an executed notebook) with this machine's paths replaced by labels."
+    "Rewrite text files (a log, an executed notebook) with this machine's paths replaced by labels; other bytes kept."
     for f in files:
-        try: text = f.read_text(encoding="utf-8")
+        try: text = f.read_bytes().decode("utf-8", errors="surrogateescape")  # a log a kill cut inside a character
         except OSError: continue
         if (new := portable_text(text, paths)) != text:
-            with atomic_write(f) as g: g.write(new)
+            with atomic_write(f, "wb") as g: g.write(new.encode("utf-8", errors="surrogateescape"))
 
 # %% ../nbs/13b_runner.ipynb #7ea3d610
 def _keep_log(folder:Path) -> Path|None:

@@ -26,10 +26,10 @@ import torch.distributed as dist
 from fastcore.basics import patch
 from tqdm.auto import tqdm
 
-from .checkpoints import CHECKPOINT, config_differences, load_checkpoint, save_checkpoint, seed_everything
+from .checkpoints import CHECKPOINT, CHECKSUMS, config_differences, load_checkpoint, save_checkpoint, seed_everything
 from .cards import write_model_card
 from .checkpoints import PREVIOUS, rng_state, set_rng_state
-from .core import SentclError, atomic_write, default, git_commit, package_versions, write_json
+from .core import SentclError, atomic_write, default, git_commit, package_versions, read_jsonl, warn, write_json
 from .data import DEFAULT_CORPUS, SAMPLES_LABEL, load_corpus, sample_fraction, with_data_folder
 from .gradients import autocast_context, average_gradients, broadcast_parameters, compute_gradients
 from .precision import machine_facts, resolve_precision
@@ -41,8 +41,9 @@ from .schedules import build_optimizer, build_scheduler, total_steps
 from .views import VIEWS, View, build_view
 
 # %% auto #0
-__all__ = ['RESUME_MAY_CHANGE', 'RunOptions', 'run_record', 'flat_record', 'resolve', 'Trainer', 'export_model',
-           'check_run_folder', 'load_training_data', 'training_view', 'train']
+__all__ = ['RESUME_MAY_CHANGE', 'FINISH_POINTS', 'RunOptions', 'run_record', 'flat_record', 'resolve', 'Trainer', 'export_model',
+           'finished_summary', 'finished_run', 'writable_folder', 'check_run_folder', 'load_training_data',
+           'training_view', 'train']
 
 # %% ../nbs/08_train.ipynb #49e5aa4e
 @dataclass
@@ -172,11 +173,20 @@ def _restore(self:Trainer, ck:dict):
 
 # %% ../nbs/08_train.ipynb #4bab89f6
 @patch
+def _last_evaluation_due(self:Trainer) -> bool:
+    "A finished run evaluates once more unless its last step was an evaluation step."
+    every = self.cfg.eval_every
+    due = bool(every) and (self.step % every != 0 or self.eval_pending)
+    return self.step >= self.total and self.dev_eval is not None and due
+
+@patch
 def _open_log(self:Trainer):
     path = self.out/"metrics.jsonl"
-    if self.opts.resume and path.exists():
-        kept = [l for l in path.read_text().splitlines() if l.strip() and json.loads(l).get("step", 0) <= self.step]
-        with atomic_write(path) as f: f.write("".join(l + "\n" for l in kept))
+    if self.opts.resume and path.exists():  # the steps the checkpoint holds; not the last evaluation when it is redone
+        redo = self._last_evaluation_due()
+        kept = [r for r in read_jsonl(path, warn if self.rank == 0 else None)
+                if (s := r.get("step", 0)) <= self.step and not (redo and s == self.step and "dev" in r)]
+        with atomic_write(path) as f: f.write("".join(json.dumps(r) + "\n" for r in kept))
     elif path.exists(): path.unlink()
     return open(path, "a", encoding="utf-8")
 
@@ -276,11 +286,31 @@ def run_epoch(self:Trainer) -> bool:
     self.position = max(self.position, self.batches_per_epoch)
     return True
 
+# %% ../nbs/08_train.ipynb #bad30805
+def finished_summary(out) -> dict|None:
+    "The summary of the finished run in `out` (its summary.json says finished and model/ is there), else None."
+    try: summary = json.loads((Path(out)/"summary.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError): return None
+    finished = isinstance(summary, dict) and summary.get("finished") is True and (Path(out)/"model").is_dir()
+    return summary if finished else None
+
+def finished_run(out, record:dict) -> dict|None:
+    "The summary of the run `record` (flat) describes when `out` holds it finished: config.json records the same."
+    done = finished_summary(out)
+    try: saved = json.loads((Path(out)/"config.json").read_text(encoding="utf-8")) if done else {}
+    except (OSError, ValueError): return None
+    current = json.loads(json.dumps(record, default=str))
+    return None if config_differences({k: saved.get(k) for k in current}, current, ignore=RESUME_MAY_CHANGE) else done
+
+def _clear_run(out:Path):
+    "Delete the run in `out` that --force starts again: its summary.json first (the run is no longer finished)."
+    (out/"summary.json").unlink(missing_ok=True)
+    for n in (CHECKPOINT, PREVIOUS, CHECKSUMS): (out/n).unlink(missing_ok=True)
+    for n in ("best", "model"): shutil.rmtree(out/n, ignore_errors=True)
+
 # %% ../nbs/08_train.ipynb #8be71807
-def check_run_folder(out, # the run folder
-                     resume:bool, # the run continues from the folder's checkpoint
-                    ):
-    "Before step 1: `out` is a folder sentcl can write, holding a checkpoint exactly when the run resumes."
+def writable_folder(out) -> Path:
+    "`out` as a folder sentcl can write (made when missing), else a one-line error."
     out = Path(out)
     if out.exists() and not out.is_dir(): raise SentclError(f"--out {out} is a file; give a folder for the run")
     try:
@@ -288,6 +318,18 @@ def check_run_folder(out, # the run folder
         with tempfile.TemporaryFile(dir=out): pass
     except OSError as e:
         raise SentclError(f"--out {out}: cannot write there ({e.strerror}); choose another folder") from None
+    return out
+
+def check_run_folder(out, # the run folder
+                     resume:bool, # the run continues from the folder's checkpoint
+                     force:bool=False, # start again: a finished run or a checkpoint in `out` is deleted
+                    ):
+    "Before step 1: `out` is a folder sentcl can write, holding a checkpoint exactly when the run resumes."
+    out = writable_folder(out)
+    if force: _clear_run(out)
+    if not resume and (done := finished_summary(out)):
+        raise SentclError(f"{out} holds a finished run (step {done.get('step')}: summary.json and model/); train it "
+                          "again there with --force, or choose a new --out")
     has = [n for n in (CHECKPOINT, PREVIOUS) if (out/n).is_file()]
     if resume and not has: raise SentclError(f"--resume: no {CHECKPOINT} in {out}; start without --resume")
     if has and not resume: raise SentclError(f"{out} holds the checkpoint of an earlier run ({has[0]}); continue it "
@@ -313,45 +355,82 @@ def begin(self:Trainer):
     self.method.train()
 
 # %% ../nbs/08_train.ipynb #26afa3c2
+FINISH_POINTS = ("checkpoint", "stage", "aside", "install", "clear", "card", "summary", "best")  # a finish, in order
+
 @patch
-def _write_model(self:Trainer):
-    "model/: the best dev model under dev selection, else the weights at the end."
-    if self.cfg.select_on_dev and (self.out/"best").exists():
-        if (self.out/"model").exists(): shutil.rmtree(self.out/"model")
-        os.replace(self.out/"best", self.out/"model")
-    elif not self.exported: export_model(self.method, self.out/"model")
+def _holds_selected(self:Trainer) -> bool:
+    "model/ holds the model selected on dev: a best score, and its best/ already moved there (by an earlier finish)."
+    selected = self.cfg.select_on_dev and self.best is not None
+    return selected and not (self.out/"best").is_dir() and (self.out/"model").is_dir()
+
+Trainer.finish_hook = None  # callable(point) run at each of the `FINISH_POINTS`: tests kill the run there
+
+@patch
+def _finish_at(self:Trainer, point:str):
+    "The finish reaches `point` (one of `FINISH_POINTS`): `Trainer.finish_hook(point)` runs when set."
+    if Trainer.finish_hook is not None: Trainer.finish_hook(point)
+
+# %% ../nbs/08_train.ipynb #59bb8992
+@patch
+def _stage_model(self:Trainer) -> Path|None:
+    "The final model in `.model.final.tmp`: a copy of best/ under dev selection, else the final weights; None: kept."
+    staged, best = self.out/".model.final.tmp", self.out/"best"
+    shutil.rmtree(staged, ignore_errors=True)
+    if self.cfg.select_on_dev and best.is_dir(): return Path(shutil.copytree(best, staged))
+    if self._holds_selected(): return None  # a finished run trained further, or an older sentcl's finish
+    if self.cfg.select_on_dev and self.best is not None:
+        raise SentclError(f"{self.out}: the model selected on dev (score {self.best}) is gone (no best/ or model/); "
+                          "train again in a new --out")
+    return None if self.exported else export_model(self.method, staged)  # exported: model/ holds the final weights
+
+@patch
+def _install_model(self:Trainer, staged:Path):
+    "Rename the staged model to model/, the old model/ aside first and then removed."
+    model, old = self.out/"model", self.out/".model.old.tmp"
+    self._finish_at("aside"); shutil.rmtree(old, ignore_errors=True)
+    if model.exists(): os.replace(model, old)
+    self._finish_at("install"); os.replace(staged, model)
+    self._finish_at("clear"); shutil.rmtree(old, ignore_errors=True)
+
+# %% ../nbs/08_train.ipynb #07ff8651
+@patch
+def _write_model(self:Trainer, summary:dict):
+    "Rank 0's part of a finish: model/, its card, summary.json (the run is finished), then best/ removed."
+    self._finish_at("stage")
+    if (staged := self._stage_model()) is not None: self._install_model(staged)
+    self._finish_at("card"); write_model_card(self.out, summary=summary)
+    self._finish_at("summary"); write_json(self.out/"summary.json", summary)
+    self._finish_at("best"); shutil.rmtree(self.out/"best", ignore_errors=True)
 
 @patch
 def _export_final(self:Trainer):
-    "model/: the final weights, written before the evaluation that follows training."
+    "model/: the final weights, written before the evaluation that follows training (never over a selected model)."
+    if self._holds_selected(): return
     if self.rank == 0: export_model(self.method, self.out/"model")
     self.exported = True
 
-@patch
-def _last_evaluation_due(self:Trainer) -> bool:
-    "A finished run evaluates once more unless its last step was an evaluation step."
-    every = self.cfg.eval_every
-    due = bool(every) and (self.step % every != 0 or self.eval_pending)
-    return self.step >= self.total and self.dev_eval is not None and due
-
+# %% ../nbs/08_train.ipynb #6c43129e
 @patch
 def finish(self:Trainer) -> dict:
-    "Checkpoint an unfinished run; write the model, its card and summary.json of a finished one; the summary."
+    "Checkpoint an unfinished run; finish a finished one (`FINISH_POINTS`, in order); returns the summary."
     if self.step < self.total:
         self._checkpoint()
         return {"finished": False, "step": self.step, "checkpoint": str(self.out/CHECKPOINT)}
-    if self.rank == 0: self._write_model()
-    if self.opts.save_every: self._checkpoint()
     summary = {"finished": True, "step": self.step, "best_dev": self.best, "model": str(self.out/"model"),
                "seconds": self._seconds(), "examples": len(self.view),
                "precision": resolve_precision(self.opts.precision, self.device), "hardware": machine_facts()}
-    if self.rank == 0: write_json(self.out/"summary.json", summary); write_model_card(self.out)
+    self._finish_at("checkpoint")
+    if self.opts.save_every: self._checkpoint()
+    if self.rank == 0: self._write_model(summary)
     return summary
 
 # %% ../nbs/08_train.ipynb #6d313e26
 @patch
 def fit(self:Trainer) -> dict:
     "Train to the end of the schedule (or `stop_after` steps), then write the model; returns a summary."
+    if self.opts.resume and (done := finished_run(self.out, self.record)) is not None:  # resumed, finished already
+        if self.rank == 0: shutil.rmtree(self.out/"best", ignore_errors=True)  # the finish's last step
+        return done
     self.begin()
     try:
         if self.eval_pending and self.step < self.total: self._evaluate()  # the one a failure interrupted
@@ -391,16 +470,22 @@ def train(method:str, # a key of `sentcl.methods.METHODS`
           options:RunOptions=None, # how the run executes; None: RunOptions() (paper preset, runs/<method>)
           dev_eval:Callable=None, # callable(encoder) -> float; None: `make_dev_eval(options.data_dir, protocol)`
           make_dev_eval:Callable=None, # (data_dir, protocol) -> dev_eval, e.g. `sentcl.eval.sts_dev`
+          force:bool=False, # start again where `options.out` holds a run (finished, or a checkpoint): it is deleted
          ) -> dict: # the summary: finished, step, best_dev, model, seconds
     "Train `method` with its paper config changed by `overrides`, run as `options` say; writes the run folder."
     config, options = resolve(method, overrides, options)
+    if force and options.resume: raise SentclError("--force starts the run again, --resume continues it: give one")
+    if options.resume and (done := finished_run(options.out, flat_record(run_record(method, config, options)))):
+        warn(f"{options.out} holds this run finished (step {done.get('step')}); nothing to resume")
+        shutil.rmtree(Path(options.out)/"best", ignore_errors=True)  # the last step of a finish a kill cut short
+        return done
     if dev_eval is None and config.eval_every:  # a dev evaluation is built only for a config that evaluates
         if make_dev_eval is None:  # the evaluation layer sits below training: the caller hands its evaluation down
             raise SentclError(f"{method} evaluates on dev every {config.eval_every} steps: pass dev_eval= or "
                               "make_dev_eval= (e.g. sentcl.eval.sts_dev)")
         dev_eval = make_dev_eval(options.data_dir, config.eval_protocol)
     if config.eval_every: getattr(dev_eval, "check", lambda: None)()  # the cheap checks first: nothing is loaded yet
-    check_run_folder(options.out, options.resume)
+    check_run_folder(options.out, options.resume, force)
     device = setup_distributed()
     seed_everything(config.seed)
     data = load_training_data(get_method(method).view, options, config.corpus)

@@ -338,3 +338,171 @@ def test_a_reader_that_stops_early_is_not_an_error():
                        env={**os.environ, "HF_HUB_OFFLINE": "1"})
     assert r.stdout.split()[:2] == ["experiment", "arm"], r.stdout[:200]
     assert r.returncode == 141 and r.stderr == "", (r.returncode, r.stderr)
+
+
+# --- issue 34: a selected model is never replaced; a finished run is never overwritten -----------------------------
+
+class Killed(Exception):
+    """A kill inside the finish (nothing in the finish catches it)."""
+
+
+def scripted_dev(scores):
+    """A dev evaluation giving each distinct weights the next of `scores`, and the same score when they come again."""
+    seen = {}
+
+    def dev(encoder):
+        key = encoder.fingerprint()
+        if key not in seen:
+            seen[key] = scores[len(seen)]
+        return seen[key]
+    return dev
+
+
+SELECT = {"model": "tiny", "batch_size": 4, "eval_every": 2, "select_on_dev": True}  # evaluated at steps 2, 4 and 5
+
+
+def select_run(out, dev, resume=False):
+    opts = RunOptions(out=str(out), preset="cpu-smoke", train_data=WIKI, max_steps=5, save_every=2, resume=resume,
+                      progress=False)
+    return train("simcse-unsup", SELECT, opts, dev_eval=dev)
+
+
+def test_a_kill_before_the_summary_keeps_the_selected_model(tmp_path, monkeypatch):
+    """The run selects step 4's model (dev 3.0 of 1.0, 3.0, 2.0); killed as its finish writes summary.json, then
+    resumed: model/ holds step 4's weights, as an uninterrupted run's, not step 5's."""
+    import sentcl.train
+    dev = scripted_dev([1.0, 3.0, 2.0])
+    straight = select_run(tmp_path / "straight", dev)
+    assert straight["best_dev"] == 3.0 and not (tmp_path / "straight" / "best").exists()
+    write_json = sentcl.train.write_json
+
+    def killed_at_summary(path, obj, **kw):
+        if Path(path).name == "summary.json":
+            raise Killed(path)
+        return write_json(path, obj, **kw)
+    monkeypatch.setattr(sentcl.train, "write_json", killed_at_summary)
+    with pytest.raises(Killed):
+        select_run(tmp_path / "killed", dev)
+    monkeypatch.setattr(sentcl.train, "write_json", write_json)
+    resumed = select_run(tmp_path / "killed", dev, resume=True)
+    assert resumed["best_dev"] == 3.0 and resumed["step"] == 5
+    assert same_weights(tmp_path / "straight" / "model", tmp_path / "killed" / "model")
+    assert not (tmp_path / "killed" / "best").exists()
+
+
+def test_a_log_cut_off_by_a_crash_never_blocks_a_resume(tmp_path, capsys):
+    """metrics.jsonl ends in a cut-off line padded with NUL bytes (a crash while appending): --resume drops that line,
+    says so once, and finishes with a clean log."""
+    out = str(tmp_path / "run")
+    run = ["train", "simcse-unsup", *TINY_RUN, "--max-steps", "4", "--save-every", "1", "--out", out]
+    rc, _, err = cli(capsys, *run, "--stop-after", "2")
+    assert rc == 0, err
+    with open(Path(out, "metrics.jsonl"), "ab") as f:
+        f.write(b'{"step": 3, "epoch": 0, "lo' + b"\0" * 4096)
+    rc, _, err = cli(capsys, *run, "--resume")
+    assert rc == 0, err[-2000:]
+    said = [line for line in err.splitlines() if "metrics.jsonl" in line]
+    assert len(said) == 1 and "dropped 1 damaged line(s)" in said[0], err
+    log = [json.loads(line) for line in Path(out, "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in log] == [1, 2, 3, 4]
+
+
+def test_a_finished_run_is_kept_unless_forced(tmp_path, capsys):
+    """`sentcl train` into a folder whose run finished refuses (its summary and model kept); --resume returns the
+    summary; --force trains again."""
+    out = str(tmp_path / "run")
+    run = ["train", "simcse-unsup", *TINY_RUN, "--max-steps", "2", "--out", out]
+    rc, _, err = cli(capsys, *run)
+    assert rc == 0, err
+    summary, model = Path(out, "summary.json").read_text(), weights(Path(out, "model"))
+    rc, _, err = cli(capsys, *run)
+    one_line_error(rc, err, f"{out} holds a finished run (step 2", "--force", "a new --out")
+    assert Path(out, "summary.json").read_text() == summary and (Path(out) / "model" / "model.safetensors").exists()
+    rc, printed, err = cli(capsys, *run, "--resume")
+    assert rc == 0 and json.loads(printed) == json.loads(summary) and "nothing to resume" in err, err
+    before = os.stat(Path(out, "model", "model.safetensors")).st_mtime_ns
+    rc, _, err = cli(capsys, *run, "--force")
+    assert rc == 0, err
+    assert os.stat(Path(out, "model", "model.safetensors")).st_mtime_ns != before  # trained again
+    assert all(torch.equal(a, b) for a, b in zip(model.values(), weights(Path(out, "model")).values()))  # same seed
+    assert not Path(out, ".lock").exists()
+
+
+def test_a_lock_taken_over_is_left_to_its_new_holder(tmp_path):
+    """A holder whose lock was taken over leaves the new holder's lock on release; a refresh that fails is retried."""
+    from sentcl.experiment_execute import TrainingLock
+    successor = json.dumps({"host": "node7", "pid": 2, "token": "theirs"})
+    lock = TrainingLock(tmp_path, beat=60)
+    with pytest.raises(RuntimeError):
+        with lock:
+            (tmp_path / ".lock").write_text(successor)  # taken over (its heartbeat, every 60 s, has not seen it yet)
+            raise RuntimeError("end of training")
+    assert (tmp_path / ".lock").read_text() == successor
+    (tmp_path / ".lock").unlink()
+    utime, fails = os.utime, [OSError(5, "Input/output error")] * 2
+
+    def flaky(*a, **k):
+        if fails:
+            raise fails.pop()
+        return utime(*a, **k)
+    import unittest.mock
+    with unittest.mock.patch("os.utime", side_effect=flaky), TrainingLock(tmp_path, beat=0.05, stale=60) as held:
+        time.sleep(0.3)
+        utime(held.path, (1, 1))  # an old time: only a heartbeat still running refreshes it
+        time.sleep(0.5)
+        assert time.time() - held.path.stat().st_mtime < 5, "the heartbeat stopped at the first error"
+
+
+HOLDER = """
+import sys, time
+from sentcl.core import SentclError
+from sentcl.experiment_execute import TrainingLock
+try:
+    with TrainingLock(sys.argv[1], beat=0.2, stale=1.0):
+        print("held", flush=True)
+        for _ in range(400): time.sleep(0.05)  # "training" for 20 s
+    print("trained on", flush=True)
+except SentclError as e:
+    print(f"error: {e}", file=sys.stderr); sys.exit(2)
+"""
+
+
+def test_a_suspended_holder_taken_over_stops(tmp_path):
+    """A job suspended (SIGSTOP) past the stale time, whose run another process took over meanwhile, stops when it
+    continues (SIGCONT), with one line, instead of training on beside the new holder."""
+    from sentcl.experiment_execute import TrainingLock
+    proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(tmp_path)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    try:
+        assert proc.stdout.readline().strip() == "held"
+        proc.send_signal(signal.SIGSTOP)
+        time.sleep(1.5)  # longer than its stale time, without a refresh
+        with TrainingLock(tmp_path, stale=1.0, poll=0.1, log=lambda m: None) as taker:
+            proc.send_signal(signal.SIGCONT)
+            out, err = proc.communicate(timeout=10)
+            assert proc.returncode == 2 and "trained on" not in out, (out, err)
+            lines = err.strip().splitlines()
+            assert len(lines) == 1 and f"lost the training lock of {tmp_path}" in lines[0], err
+            assert json.loads((tmp_path / ".lock").read_text())["token"] == taker.token  # the new holder's stays
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_sentcl_train_waits_for_the_run_folders_lock(tmp_path):
+    """`sentcl train` takes its run folder's training lock: while another process trains the folder, it waits."""
+    from sentcl.experiment_execute import TrainingLock
+    out = tmp_path / "run"
+    cmd = [str(Path(sys.executable).parent / "sentcl"), "train", "simcse-unsup", *TINY_RUN, "--max-steps", "2",
+           "--out", str(out)]
+    with TrainingLock(out, log=lambda m: None):
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env={**os.environ, "HF_HUB_OFFLINE": "1"})
+        try:
+            first = proc.stderr.readline()
+            time.sleep(1.0)
+            assert proc.poll() is None and f"waiting: process {os.getpid()} on" in first, first
+            assert not (out / "config.json").exists()  # nothing written while another holds the folder
+        finally:
+            proc.kill()
+            proc.wait()
