@@ -23,7 +23,7 @@ from .encoders import EncoderSettings, SentenceEncoder
 # %% auto #0
 __all__ = ['POSITIVE', 'AT_LEAST_ONE', 'NON_NEGATIVE', 'PROBABILITY', 'FIELD_RANGES', 'NAME_RANGES', 'PREPARED', 'MethodConfig',
            'Range', 'field_range', 'check_field', 'batch_generator', 'bert_init_', 'slice_inputs', 'Method',
-           'check_training_step']
+           'one_forward', 'split_views', 'check_training_step']
 
 # %% ../nbs/07a_method_base.ipynb #ebfd2ef7
 @dataclass
@@ -307,6 +307,21 @@ def loss(self:Method, batch:dict) -> tuple[Tensor, dict[str, float]]:
         total = total + extra
         terms = {**terms, self.aux_name: extra.detach(), "loss": total.detach()}
     return total, terms
+
+# %% ../nbs/07a_method_base.ipynb #74ea6377
+def one_forward(views:dict[str, dict], # view groups, each {"sentences": [...], "settings": ...}
+                on:bool=True, # False: the groups as they are, one forward pass each
+                group:str="z", # the name of the one group
+               ) -> dict[str, dict]:
+    "The view groups as one group of interleaved `parts`, encoded in one forward pass (or unchanged when not `on`)."
+    if not on: return views
+    return {group: {"parts": [(g["sentences"], g.get("settings")) for g in views.values()]}}
+
+def split_views(embeddings:dict[str, Tensor], names:tuple, group:str="z") -> dict[str, Tensor]:
+    "Each view's embeddings: every k-th row of `group` when the views were encoded in one pass (k = len(names))."
+    if group not in embeddings: return embeddings
+    rest = {k: v for k, v in embeddings.items() if k != group}
+    return {**{n: embeddings[group][i::len(names)] for i, n in enumerate(names)}, **rest}
 
 # %% ../nbs/07a_method_base.ipynb #535409ab
 def _no_decay(name:str) -> bool:
