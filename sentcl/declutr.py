@@ -14,14 +14,15 @@ import torch.nn.functional as F
 from fastcore.basics import patch
 from torch import Tensor, nn
 
+from .batching import group_features, padded_length, to_device
 from .core import SentclError, default
-from .encoders import pool
+from .encoders import attention_bias, pool
 from .losses import nt_xent
 from .method_base import NON_NEGATIVE, Method, MethodConfig, batch_generator, bert_init_
 
 # %% auto #0
 __all__ = ['OBJECTIVES', 'mask_tokens', 'MaskedLMHead', 'load_mlm_head', 'DeCLUTRConfig', 'projection_head', 'MemoryBank',
-           'DeCLUTR']
+           'DeCLUTR', 'mlm_targets']
 
 # %% ../nbs/07g_declutr.ipynb #11242837
 def _special_mask(input_ids:Tensor, tokenizer) -> Tensor: # (n, T) bool
@@ -209,27 +210,47 @@ class DeCLUTR(Method):
                           "using a new head tied to the input embeddings")
 
 # %% ../nbs/07g_declutr.ipynb #834aaa2f
+def mlm_targets(labels:Tensor, # (n, T) token labels, -100 where not picked
+               ) -> dict[str, Tensor]: # mlm_positions, mlm_labels: (n, K), K the most picked tokens of a row
+    "Each row's picked positions, in order, and their labels; rows with fewer are filled with position 0, label -100."
+    picked = labels != -100
+    k = max(int(picked.sum(1).max()) if labels.numel() else 0, 1)
+    order = torch.argsort((~picked).int(), dim=1, stable=True)[:, :k]             # picked positions first
+    lab = labels.gather(1, order)
+    return {"mlm_positions": order.masked_fill(lab == -100, 0), "mlm_labels": lab}
+
 @patch
 def embedding_inputs(self:DeCLUTR, batch):
     positives = {"positives": {"sentences": batch["positives"]}} if self.config.objective != "mlm" else {}
-    if self.config.objective == "contrastive": return {"anchors": {"sentences": batch["anchors"]}, **positives}
-    feats = self.encoder.tokenize(batch["anchors"], self.train_settings)
-    g = batch_generator(self.config.seed, batch["anchors"])
-    ids, labels = mask_tokens(feats["input_ids"], feats["attention_mask"], self.encoder.tokenizer,
-                              self.config.mlm_probability, g)
-    anchors = {**feats, "input_ids": ids, "labels": labels, "num_masked": int((labels != -100).sum())}
-    return {"anchors": anchors, **positives}
+    mlm = {"mlm": True} if self.config.objective != "contrastive" else {}      # the anchors are masked
+    return {"anchors": {"sentences": batch["anchors"], **mlm}, **positives}
+
+# %% ../nbs/07g_declutr.ipynb #d9afc8a6
+@patch
+def group_features(self:DeCLUTR, inputs, rows=None, device=None):
+    "The anchors tokenized, MLM-masked (`mask_tokens`, seeded by the anchors' text) and padded; other groups as usual."
+    if not inputs.get("mlm"): return Method.group_features(self, inputs, rows, device)
+    tok, s = self.encoder.tokenizer, self.train_settings
+    f = group_features(tok, self.group_parts(inputs), rows, exact=True)          # the longest: the mask's draws
+    ids, labels = mask_tokens(f["input_ids"], f["attention_mask"], tok, self.config.mlm_probability,
+                              batch_generator(self.config.seed, inputs["sentences"]))
+    extra = padded_length(ids.shape[1], s.max_length) - ids.shape[1]
+    f = {k: F.pad(v, (0, extra), value=tok.pad_token_id if k == "input_ids" else 0) for k, v in {**f, "input_ids": ids}.items()}
+    out = {**f, **mlm_targets(labels), "num_masked": int((labels != -100).sum())}
+    return {**(to_device(out, device) if device is not None else out), "settings": s}
 
 @patch
 def encode_inputs(self:DeCLUTR, key, inputs):
-    if "labels" not in inputs: return Method.encode_inputs(self, key, inputs)  # positives, or unmasked anchors
-    feats = {k: inputs[k] for k in ("input_ids", "attention_mask", "token_type_ids") if k in inputs}
-    hidden = self.encoder.model(**feats).last_hidden_state                    # (n, T, d), masked tokens in
+    if "input_ids" not in inputs: inputs = self.group_features(inputs, device=self.encoder.device)
+    if "mlm_labels" not in inputs: return Method.encode_inputs(self, key, inputs)  # positives, or unmasked anchors
+    feats = {k: inputs[k] for k in ("input_ids", "token_type_ids") if k in inputs}
+    model = self.encoder.model
+    hidden = model(**feats, attention_mask=attention_bias(inputs["attention_mask"], model)).last_hidden_state  # (n, T, d)
     emb = pool("mean", hidden, inputs["attention_mask"])                       # (n, d)
-    picked = inputs["labels"] != -100
-    logits = self.mlm_head(hidden[picked], self.encoder.model.get_input_embeddings().weight)  # (k, vocab)
-    mlm = F.cross_entropy(logits.float(), inputs["labels"][picked], reduction="sum") / max(inputs["num_masked"], 1)
-    return emb, mlm                                                            # Eq. 3, this chunk's share
+    states = hidden.gather(1, inputs["mlm_positions"][..., None].expand(-1, -1, hidden.shape[-1]))  # (n, K, d)
+    logits = self.mlm_head(states, model.get_input_embeddings().weight)        # (n, K, vocab)
+    mlm = F.cross_entropy(logits.flatten(0, 1).float(), inputs["mlm_labels"].flatten(), reduction="sum")
+    return emb, mlm / max(inputs["num_masked"], 1)                             # Eq. 3, this chunk's share
 
 # %% ../nbs/07g_declutr.ipynb #754cc78c
 @patch
@@ -237,7 +258,7 @@ def loss_from_embeddings(self:DeCLUTR, embeddings, batch):
     a = embeddings["anchors"]                                                  # (n, d)
     if self.config.objective == "mlm":                                         # the MLM loss comes from encode_inputs
         zero = a.sum() * 0.0                                                   # keeps the graph for gradient caching
-        return zero, {"loss": 0.0}
+        return zero, {"loss": zero.detach()}
     p = embeddings["positives"]                                                # (n * P, d)
     n, n_pos = a.shape[0], int(batch["num_positives"])
     if p.shape[0] != n * n_pos:
@@ -246,7 +267,7 @@ def loss_from_embeddings(self:DeCLUTR, embeddings, batch):
     p = p.view(n, n_pos, -1)                                                   # (n, P, d')
     memory = self.memory.negatives() if self.config.memory_size else None      # (Q', d') past batches, or None
     loss = nt_xent(a, p, self.config.temperature, memory=memory)               # Eqs. 1-2, positives averaged
-    terms = {"nt_xent": loss.item(), "loss": loss.item()}
+    terms = {"nt_xent": loss.detach(), "loss": loss.detach()}
     if memory is None: return loss, terms
     if self.training: self.memory.enqueue(torch.cat([a.float(), p.float().mean(1)]))  # after the loss (2n, d')
     return loss, {**terms, "memory_rows": float(memory.shape[0])}

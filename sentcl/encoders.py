@@ -30,7 +30,7 @@ from .precision import autocast_context
 
 # %% auto #0
 __all__ = ['POOLINGS', 'BATCH_DEPENDENT_POOLINGS', 'DEFAULT_NAME', 'TINY_NAME', 'pool', 'tokenize_with_template',
-           'EncoderSettings', 'default_model_path', 'tiny_model', 'read_st_folder', 'SentenceEncoder']
+           'EncoderSettings', 'default_model_path', 'tiny_model', 'read_st_folder', 'SentenceEncoder', 'attention_bias']
 
 # %% ../nbs/01_encoders.ipynb #a6906e7e
 POOLINGS = ("mean", "cls", "cls_before_pooler", "mask", "mean_no_cls", "mean_no_cls_padded")
@@ -71,6 +71,7 @@ def pool(
     input_ids:torch.Tensor=None, # (batch, seq), needed for `mask`
     mask_token_id:int=None, # the tokenizer's [MASK] id, needed for `mask`
     pooler_output:torch.Tensor=None, # (batch, dim), needed for `cls`
+    mask_position:torch.Tensor=None, # (batch,) each row's [MASK] index, checked on the host: `mask` reads it directly
 ) -> torch.Tensor: # (batch, dim)
     "Reduce token states to one vector per sentence with the named pooling."
     if mode == "mean": return _mean_pool(hidden, attention_mask)
@@ -83,6 +84,7 @@ def pool(
                              "use 'cls_before_pooler' for the raw [CLS] state")
         return pooler_output
     if mode == "mask":
+        if mask_position is not None: return hidden[torch.arange(hidden.shape[0], device=hidden.device), mask_position]
         if input_ids is None or mask_token_id is None:
             raise ValueError("pooling 'mask' needs input_ids and mask_token_id")
         return _mask_state(hidden, input_ids, mask_token_id)
@@ -388,12 +390,27 @@ def tokenize(self:SentenceEncoder, sentences:list[str], settings:EncoderSettings
     return self._pad(self._tokenize_unpadded(_check_sentences(sentences), default(settings, self.settings)))
 
 @patch
-def forward(self:SentenceEncoder, features:dict, settings:EncoderSettings=None) -> torch.Tensor:
+def forward(self:SentenceEncoder, features:dict, settings:EncoderSettings=None,
+            bias:bool=False, # hand the model a ready 4-D attention mask (`attention_bias`): no check, no sync
+           ) -> torch.Tensor:
     "Pooled sentence vectors (batch, dim) from token tensors; differentiable, never normalised."
     inputs = {k: v for k, v in features.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
+    if bias: inputs["attention_mask"] = attention_bias(inputs["attention_mask"], self.model)
     out = self.model(**inputs)
     return pool(default(settings, self.settings).pooling, out.last_hidden_state, features["attention_mask"],
-                features["input_ids"], self.tokenizer.mask_token_id, getattr(out, "pooler_output", None))
+                features["input_ids"], self.tokenizer.mask_token_id, getattr(out, "pooler_output", None),
+                features.get("mask_position"))
+
+# %% ../nbs/01_encoders.ipynb #254b72c5
+def attention_bias(attention_mask:torch.Tensor, # (batch, seq), 1 for real tokens
+                   model, # the transformer; its attention implementation decides the mask's form
+                  ) -> torch.Tensor:
+    "The 4-D attention mask transformers builds from `attention_mask` (SDPA: boolean; eager: additive); else 2-D."
+    impl, keep = getattr(model.config, "_attn_implementation", None), attention_mask[:, None, None, :].bool()
+    if impl == "sdpa": return keep                                          # (batch, 1, 1, seq)
+    if impl == "eager":
+        return torch.zeros(keep.shape, device=keep.device).masked_fill(~keep, torch.finfo(torch.float32).min)
+    return attention_mask
 
 # %% ../nbs/01_encoders.ipynb #dde8c196
 @patch

@@ -108,7 +108,7 @@ def plain_gradients(method, batch:dict, autocast=None) -> tuple[torch.Tensor, di
 
 def gathered_gradients(method, batch:dict, autocast=None) -> tuple[torch.Tensor, dict]:
     "This rank's rows encoded once with their graph; the loss of the gathered global batch back-propagated."
-    inputs = method.embedding_inputs(batch)
+    inputs = method.batch_inputs(batch)
     with autocast or _off():
         encoded = {k: method.encode_inputs(k, v) for k, v in inputs.items()}
         embeddings = gather_batch_embeddings({k: e.float() for k, (e, _) in encoded.items()})
@@ -119,6 +119,7 @@ def gathered_gradients(method, batch:dict, autocast=None) -> tuple[torch.Tensor,
 
 # %% ../nbs/08c_gradients.ipynb #92dbcb4e
 def _n_inputs(inputs) -> int:
+    if isinstance(inputs, dict) and "input_ids" in inputs: return inputs["input_ids"].shape[0]
     if isinstance(inputs, dict):
         for v in inputs.values():
             if isinstance(v, (list, tuple, torch.Tensor)): return len(v)
@@ -134,7 +135,7 @@ def _encode_without_graph(method, inputs:dict, chunk:int, autocast) -> tuple[dic
             with torch.no_grad(), autocast:
                 e, aux = method.encode_inputs(key, method.slice_inputs(inp, s, min(n, s + chunk)))
             parts.append(e.float()); replay.append((key, s, min(n, s + chunk), state))
-            if aux is not None: aux_total = aux_total + float(aux)
+            if aux is not None: aux_total = aux_total + aux.detach()  # stays on the device: no sync
         embeddings[key] = torch.cat(parts, 0).requires_grad_()
     return embeddings, replay, aux_total
 
@@ -151,7 +152,7 @@ def _replay_with_graph(method, inputs:dict, embeddings:dict, replay:list, autoca
 def cached_gradients(method, batch:dict, mini_batch_size:int, autocast=None) -> tuple[torch.Tensor, dict]:
     "Gradient caching: the batch's gradients with the memory of `mini_batch_size` inputs (gathered under DDP)."
     autocast = autocast or _off()
-    inputs = method.embedding_inputs(batch)
+    inputs = method.batch_inputs(batch)
     embeddings, replay, aux_total = _encode_without_graph(method, inputs, mini_batch_size, autocast)
     after = rng_state()
     with autocast: loss, terms = method.loss_from_embeddings(gather_batch_embeddings(embeddings), gather_batch(batch))

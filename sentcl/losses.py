@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import functools
 import math
-import warnings
 
 import torch
 import torch.nn.functional as F
@@ -55,14 +54,9 @@ def _check_mask(fn:str, name:str, mask, n:int, device) -> Tensor:
         mask = mask.bool()
     return mask.to(device)
 
-@functools.cache
-def _warn_once(message:str):
-    "Issue `message` as a RuntimeWarning the first time only (per process)."
-    warnings.warn(message, RuntimeWarning, stacklevel=3)
-
-def _graph_zero(*xs:Tensor) -> Tensor:
-    "A scalar 0 that depends on `xs`, so `backward()` works and gives zero gradients."
-    return sum(x.sum() for x in xs) * 0.0
+def _masked_mean(rows:Tensor, mask:Tensor) -> Tensor:
+    "The mean of `rows` where `mask` holds, 0 (with the graph) where it holds nowhere; no host-device sync."
+    return torch.where(mask, rows, 0.0).sum() / mask.sum().clamp(min=1)
 
 # %% ../nbs/06_losses.ipynb #36e67c41
 def _float32_math(f):
@@ -182,11 +176,7 @@ def pairsupcon_instance_loss(
     entailed = _check_mask("pairsupcon_instance_loss", "entailed", entailed, m, f1.device)
     rows = _pairsupcon_rows(f1, f2, temperature, hard_negatives, weighting)        # (2M,)
     anchor = torch.cat([entailed, entailed])                                       # both directions, Eq. 2
-    if not anchor.any():
-        _warn_once("pairsupcon_instance_loss: a batch has no entailment pair, so no anchor; "
-                   "returning 0 (the released code gives NaN). Warned once.")
-        return _graph_zero(f1, f2)
-    return rows[anchor].mean()
+    return _masked_mean(rows, anchor)                                              # no anchor: 0 (released: NaN)
 
 # %% ../nbs/06_losses.ipynb #3d149b1a
 def _keep_per_row(mask:Tensor, k:int, generator:torch.Generator) -> Tensor: # (N, N) bool
@@ -242,11 +232,7 @@ def supcon_loss(
     neg = _supcon_negatives(~candidates & ~eye, n_neg, g)                          # N_i
     logp = torch.log_softmax(logits.masked_fill(~(pos | neg), float("-inf")), dim=1)  # over P_i and N_i
     rows = -logp.masked_fill(~pos, 0.0).sum(1) / pos.sum(1)                        # Eq. 2, mean outside the log
-    if not entailed.any():
-        _warn_once("supcon_loss: a batch has no entailment pair, so no anchor; "
-                   "returning 0 (the released code divides by zero). Warned once.")
-        return _graph_zero(u, v)
-    return rows[entailed].mean()
+    return _masked_mean(rows, entailed)                                            # no anchor: 0 (released: 0/0)
 
 # %% ../nbs/06_losses.ipynb #9b2e0a8d
 @_float32_math

@@ -16,13 +16,14 @@ import torch
 from fastcore.basics import patch
 from torch import Tensor, nn
 
+from .batching import group_features, to_device, token_rows
 from .core import SentclError, default, text_hash
 from .encoders import EncoderSettings, SentenceEncoder
 
 # %% auto #0
-__all__ = ['POSITIVE', 'AT_LEAST_ONE', 'NON_NEGATIVE', 'PROBABILITY', 'FIELD_RANGES', 'NAME_RANGES', 'MethodConfig', 'Range',
-           'field_range', 'check_field', 'batch_generator', 'bert_init_', 'slice_inputs', 'Method',
-           'check_training_step']
+__all__ = ['POSITIVE', 'AT_LEAST_ONE', 'NON_NEGATIVE', 'PROBABILITY', 'FIELD_RANGES', 'NAME_RANGES', 'PREPARED', 'MethodConfig',
+           'Range', 'field_range', 'check_field', 'batch_generator', 'bert_init_', 'slice_inputs', 'Method',
+           'one_forward', 'split_views', 'check_training_step']
 
 # %% ../nbs/07a_method_base.ipynb #ebfd2ef7
 @dataclass
@@ -173,6 +174,7 @@ def bert_init_(module:nn.Module, std:float) -> nn.Module:
 def _rows(inputs:dict) -> int:
     "Number of rows in one group of inputs."
     if "sentences" in inputs: return len(inputs["sentences"])
+    if "parts" in inputs: raise SentclError("slice a prepared group (Method.batch_inputs), not one made of parts")
     return int(inputs["input_ids"].shape[0])
 
 def slice_inputs(inputs:dict, start:int, end:int) -> dict:
@@ -245,27 +247,81 @@ def embedding_inputs(self:Method, batch:dict) -> dict[str, dict]:
 @patch
 def encode_inputs(self:Method, key:str, inputs:dict) -> tuple[Tensor, Tensor|None]:
     "Embed one group (or a row slice of it): (embeddings (n, d), auxiliary loss or None)."
-    return self.encoder.embed(inputs["sentences"], inputs.get("settings", self.train_settings)), None
+    if "input_ids" not in inputs: inputs = self.group_features(inputs, device=self.encoder.device)  # tokenized here
+    return self.encoder(inputs, inputs.get("settings", self.train_settings), bias=True), None
 
 @patch
 def loss_from_embeddings(self:Method, embeddings:dict[str, Tensor], batch:dict) -> tuple[Tensor, dict[str, float]]:
     "Heads and losses on the whole batch's embeddings: (total loss, named terms)."
     raise NotImplementedError(f"{type(self).__name__} must define loss_from_embeddings")
 
+# %% ../nbs/07a_method_base.ipynb #c5cde4bc
+PREPARED = "_groups" # batch key of a prepared batch: each group's entries that are not tensors
+
+@patch
+def group_parts(self:Method, inputs:dict) -> list[tuple[list[str], EncoderSettings]]:
+    "A group's parts as (sentences, settings); a group of `sentences` is one part."
+    if "parts" in inputs: return [(s, default(st, self.train_settings)) for s, st in inputs["parts"]]
+    return [(inputs["sentences"], inputs.get("settings", self.train_settings))]
+
+@patch
+def group_features(self:Method, inputs:dict, rows=None, device=None) -> dict:
+    "A group tokenized and padded (`sentcl.batching.group_features`) on `device` (None: the CPU), with its settings."
+    parts = self.group_parts(inputs)
+    feats = group_features(self.encoder.tokenizer, parts, rows)
+    if device is not None: feats = to_device(feats, device)
+    return {**{k: v for k, v in inputs.items() if k not in ("sentences", "parts")}, **feats, "settings": parts[0][1]}
+
+# %% ../nbs/07a_method_base.ipynb #755e905f
+@patch
+def prepare_batch(self:Method, batch:dict) -> dict:
+    "The batch with every group tokenized on the host (`<group>.<field>` CPU tensors): the step's inputs, made ahead."
+    if PREPARED in batch: return batch
+    groups, out, meta = self.embedding_inputs(batch), dict(batch), {}
+    text = {k: self.group_parts(g) for k, g in groups.items() if "sentences" in g or "parts" in g}
+    rows = iter(token_rows(self.encoder.tokenizer, [p for parts in text.values() for p in parts]))  # one call
+    for key, g in groups.items():
+        if key in text: g = self.group_features(g, [next(rows) for _ in text[key]])
+        out.update({f"{key}.{k}": v for k, v in g.items() if isinstance(v, Tensor)})
+        meta[key] = {k: v for k, v in g.items() if not isinstance(v, Tensor)}
+    return {**out, PREPARED: meta}
+
+@patch
+def batch_inputs(self:Method, batch:dict) -> dict[str, dict]:
+    "The step's groups of inputs, read from a prepared batch (prepared here if it is not yet)."
+    batch = self.prepare_batch(batch)
+    return {key: {**meta, **{k[len(key) + 1:]: v for k, v in batch.items() if k.startswith(key + ".")}}
+            for key, meta in batch[PREPARED].items()}
+
 # %% ../nbs/07a_method_base.ipynb #625a91c1
 @patch
 def loss(self:Method, batch:dict) -> tuple[Tensor, dict[str, float]]:
     "The batch's loss, end to end: encode every group, add auxiliary losses, apply heads and losses."
     embeddings, aux = {}, []
-    for key, inputs in self.embedding_inputs(batch).items():
+    for key, inputs in self.batch_inputs(batch).items():
         embeddings[key], extra = self.encode_inputs(key, inputs)
         if extra is not None: aux.append(extra)
     total, terms = self.loss_from_embeddings(embeddings, batch)
     if aux:
         extra = torch.stack(aux).sum()
         total = total + extra
-        terms = {**terms, self.aux_name: extra.item(), "loss": total.item()}
+        terms = {**terms, self.aux_name: extra.detach(), "loss": total.detach()}
     return total, terms
+
+# %% ../nbs/07a_method_base.ipynb #74ea6377
+def one_forward(views:dict[str, dict], # view groups, each {"sentences": [...], "settings": ...}
+                on:bool=True, # False: the groups as they are, one forward pass each
+                group:str="z", # the name of the one group
+               ) -> dict[str, dict]:
+    "The view groups as one group of interleaved `parts`, encoded in one forward pass (or unchanged when not `on`)."
+    if not on: return views
+    return {group: {"parts": [(g["sentences"], g.get("settings")) for g in views.values()]}}
+
+def split_views(embeddings:dict[str, Tensor], names:tuple, group:str="z") -> dict[str, Tensor]:
+    "Each view's embeddings: every k-th row of `group` when the views were encoded in one pass (k = len(names))."
+    if group not in embeddings: return embeddings
+    rest = {k: v for k, v in embeddings.items() if k != group}
+    return {**{n: embeddings[group][i::len(names)] for i, n in enumerate(names)}, **rest}
 
 # %% ../nbs/07a_method_base.ipynb #535409ab
 def _no_decay(name:str) -> bool:

@@ -13,7 +13,7 @@ from fastcore.basics import patch
 from torch import nn
 
 from .losses import pairsupcon_instance_loss
-from .method_base import Method, MethodConfig
+from .method_base import Method, MethodConfig, one_forward, split_views
 from .sbert import sbert_pair_features
 
 # %% auto #0
@@ -34,6 +34,7 @@ class PairSupConConfig(MethodConfig):
     hard_negatives:bool = True # HardNeg weighting of negatives (False: Eq. 1)
     weighting:str = "code" # "code" (released) or "paper" (Eq. 3)
     head_dim:int = 128 # contrast-head output size
+    one_forward:bool = False # released: one forward pass per side (Transformers.py L27-54); True: both in one pass
     eval_protocol:str = "pairsupcon" # DownstreamEval: sentences cut at 64 tokens
     corpus:str = "simcse" # SimCSE's nli_for_simcse.csv triplets, two pairs each (README)
 
@@ -50,23 +51,25 @@ class PairSupCon(Method):
         if "classification" in self.terms: self.classifier = nn.Linear(3 * dim, 2, bias=False)
 
     def embedding_inputs(self, batch):
-        return {"u": {"sentences": batch["premise"]}, "v": {"sentences": batch["hypothesis"]}}
+        sides = {"u": {"sentences": batch["premise"]}, "v": {"sentences": batch["hypothesis"]}}
+        return one_forward(sides, self.config.one_forward)
 
 # %% ../nbs/07c_pairsupcon.ipynb #5f3cc369
 @patch
 def loss_from_embeddings(self:PairSupCon, embeddings, batch):
-    u, v, cfg = embeddings["u"], embeddings["v"], self.config                    # (M, d) each
+    e, cfg = split_views(embeddings, ("u", "v")), self.config
+    u, v = e["u"], e["v"]                                                        # (M, d) each
     entailed = torch.as_tensor(batch["entailed"], device=u.device).bool()      # (M,)
     total, terms = u.new_zeros(()).float(), {}
     if "classification" in self.terms:
         logits = self.classifier(sbert_pair_features(u, v)).float()             # (M, 2)
         ce = F.cross_entropy(logits, entailed.long())                          # Eq. 4, label 1 = entailment
-        total, terms["classification"] = total + ce, ce.item()
+        total, terms["classification"] = total + ce, ce.detach()
     if "instance" in self.terms:
         inst = pairsupcon_instance_loss(self.contrast_head(u), self.contrast_head(v), entailed,
                                         cfg.temperature, cfg.hard_negatives, cfg.weighting)
-        total, terms["instance"] = total + cfg.beta * inst, inst.item()         # Eq. 5
-    return total, {**terms, "loss": total.item()}
+        total, terms["instance"] = total + cfg.beta * inst, inst.detach()       # Eq. 5
+    return total, {**terms, "loss": total.detach()}
 
 # %% ../nbs/07c_pairsupcon.ipynb #a1647a28
 class PairSupConInstDisc(PairSupCon):

@@ -18,8 +18,9 @@ import torch
 from .core import SentclError, hardware
 
 # %% auto #0
-__all__ = ['PRECISIONS', 'log', 'Capabilities', 'cpu_flags', 'probe_capabilities', 'capabilities', 'fast_bf16',
-           'emulated_bf16_warning', 'resolve_precision', 'Autocast', 'autocast_context', 'machine_facts', 'bf16_units']
+__all__ = ['PRECISIONS', 'log', 'SYNC_OPS', 'Capabilities', 'cpu_flags', 'probe_capabilities', 'capabilities', 'fast_bf16',
+           'emulated_bf16_warning', 'resolve_precision', 'Autocast', 'autocast_context', 'machine_facts', 'bf16_units',
+           'SyncCounter']
 
 # %% ../nbs/01b_precision.ipynb #2091c153
 PRECISIONS = ("fp32", "bf16", "fp16", "auto")
@@ -153,3 +154,61 @@ def bf16_units(facts:dict) -> str:
     override = facts.get("cpu_bf16_override")
     told = "" if override is None else f", as told by SENTCL_CPU_BF16={int(override)}"
     return f"{facts.get('cpu', 'unknown CPU')} ({', '.join(units) or 'no bf16 units'}{told})"
+
+# %% ../nbs/01b_precision.ipynb #8dd37ea8
+from torch.utils._python_dispatch import TorchDispatchMode
+
+SYNC_OPS = ("_local_scalar_dense", "is_nonzero", "item", "nonzero", "masked_select", "_unique", "_unique2",
+            "unique_dim", "unique_consecutive", "equal", "bincount", "histc", "allclose", "masked_scatter")
+
+def _sync_reason(func, args, kwargs) -> str|None:
+    "The name under which `func(*args, **kwargs)` forces a host-device sync on CUDA, or None."
+    name = func._schema.name.split("::")[-1]
+    if name in SYNC_OPS: return name
+    if name in ("index", "index_put", "index_put_") and any(                # boolean-mask indexing
+            isinstance(i, torch.Tensor) and i.dtype == torch.bool for i in (args[1] if len(args) > 1 else [])):
+        return f"{name}(bool mask)"
+    if name == "repeat_interleave" and kwargs.get("output_size") is None and isinstance(args[0], torch.Tensor) \
+            and args[0].dtype != torch.bool and (len(args) < 2 or isinstance(args[1], torch.Tensor)): return name
+    return None
+
+# %% ../nbs/01b_precision.ipynb #2418814f
+def _copy_reason(func, args, kwargs) -> str|None:
+    "'read to host' for a copy into host memory named as such; 'blocking copy' for a host-to-GPU copy that blocks."
+    name = func._schema.name.split("::")[-1]
+    if name not in ("_to_copy", "copy_"): return None
+    src, dst = (args[0], kwargs.get("device")) if name == "_to_copy" else (args[1], args[0].device)
+    if not isinstance(src, torch.Tensor) or dst is None: return None
+    if torch.device(dst).type == "cpu": return "read to host"    # on a GPU a sync; on a CPU the same read, marked
+    blocking = not kwargs.get("non_blocking", len(args) > 2 and args[2])
+    return "blocking copy" if src.device.type == "cpu" and blocking else None
+
+# %% ../nbs/01b_precision.ipynb #fba091c1
+class SyncCounter(TorchDispatchMode):
+    "Count the operators that force a host-device sync on CUDA (`.item()`, `nonzero`, boolean masks...), on any device."
+    def __init__(self, record_stack:bool=False): # keep where each one came from (slow; for finding them)
+        super().__init__()
+        self.counts, self.stacks, self.record_stack, self._paused = {}, [], record_stack, 0
+
+    @property
+    def total(self) -> int: return sum(self.counts.values())
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if not self._paused:
+            why = _sync_reason(func, args, kwargs) or _copy_reason(func, args, kwargs)
+            if why:
+                self.counts[why] = self.counts.get(why, 0) + 1
+                if self.record_stack:
+                    import traceback; self.stacks.append((why, "".join(traceback.format_stack(limit=12)[:-2])))
+        return func(*args, **kwargs)
+
+# %% ../nbs/01b_precision.ipynb #85824734
+@contextlib.contextmanager
+def _paused(self:SyncCounter):
+    self._paused += 1
+    try: yield
+    finally: self._paused -= 1
+
+SyncCounter.paused = _paused
+SyncCounter.paused.__doc__ = "Leave out what runs inside (e.g. an optimiser's host-side step counters)."

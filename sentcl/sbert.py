@@ -57,4 +57,4 @@ class SBERT(Method):
         u, v = embeddings["u"], embeddings["v"]                                    # (N, d) each
         label = torch.as_tensor(batch["label"], device=u.device).long()            # (N,) 0/1/2
         ce = F.cross_entropy(self.classifier(sbert_pair_features(u, v)).float(), label)
-        return ce, {"classification": ce.item(), "loss": ce.item()}
+        return ce, {"classification": ce.detach(), "loss": ce.detach()}

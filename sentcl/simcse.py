@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from torch import nn
 
 from .losses import info_nce
-from .method_base import Method, MethodConfig, bert_init_
+from .method_base import Method, MethodConfig, bert_init_, one_forward, split_views
 
 # %% auto #0
 __all__ = ['tanh_mlp', 'SimCSEUnsupConfig', 'SimCSEUnsup', 'SimCSESupConfig', 'SimCSESup']
@@ -32,6 +32,7 @@ class SimCSEUnsupConfig(MethodConfig):
     select_on_dev:bool = True
     eval_every:int|None = 125
     corpus:str = "wiki1m" # SimCSE's 1M Wikipedia sentences
+    one_forward:bool = True # both views in one forward pass, as released (models.py cl_forward); False: one pass each
 
     @classmethod
     def model_defaults(cls, model:str) -> dict:
@@ -48,11 +49,13 @@ class SimCSEUnsup(Method):
     def build_heads(self, dim): self.mlp = tanh_mlp(self.encoder, dim)
 
     def embedding_inputs(self, batch):
-        return {"z1": {"sentences": batch["sentence"]}, "z2": {"sentences": batch["sentence"]}}
+        s = batch["sentence"]
+        return one_forward({"z1": {"sentences": s}, "z2": {"sentences": s}}, self.config.one_forward)
 
     def loss_from_embeddings(self, embeddings, batch):
-        loss = info_nce(self.mlp(embeddings["z1"]), self.mlp(embeddings["z2"]), temperature=self.config.temperature)
-        return loss, {"info_nce": loss.item(), "loss": loss.item()}
+        e = split_views(embeddings, ("z1", "z2"))
+        loss = info_nce(self.mlp(e["z1"]), self.mlp(e["z2"]), temperature=self.config.temperature)
+        return loss, {"info_nce": loss.detach(), "loss": loss.detach()}
 
 # %% ../nbs/07e_simcse.ipynb #1732f324
 @dataclass
@@ -67,6 +70,7 @@ class SimCSESupConfig(MethodConfig):
     select_on_dev:bool = True
     eval_every:int|None = 125
     hard_negative_weight:float = 0.0 # log-weight on each anchor's own contradiction
+    one_forward:bool = True # the triplet in one forward pass, as released (models.py cl_forward); False: one each
     reinit_pooler:bool = True # start the [CLS] MLP (BERT pooler) fresh, as SimCSE's new MLP
     corpus:str = "simcse" # SimCSE's nli_for_simcse.csv triplets
 
@@ -86,9 +90,9 @@ class SimCSESup(Method):
 
     def embedding_inputs(self, batch):
         columns = (("z1", "sentence"), ("z2", "positive"), ("z3", "hard_negative"))
-        return {k: {"sentences": batch[c]} for k, c in columns}
+        return one_forward({k: {"sentences": batch[c]} for k, c in columns}, self.config.one_forward)
 
     def loss_from_embeddings(self, embeddings, batch):
-        cfg = self.config
-        loss = info_nce(embeddings["z1"], embeddings["z2"], embeddings["z3"], cfg.temperature, cfg.hard_negative_weight)
-        return loss, {"info_nce": loss.item(), "loss": loss.item()}
+        cfg, e = self.config, split_views(embeddings, ("z1", "z2", "z3"))
+        loss = info_nce(e["z1"], e["z2"], e["z3"], cfg.temperature, cfg.hard_negative_weight)
+        return loss, {"info_nce": loss.detach(), "loss": loss.detach()}

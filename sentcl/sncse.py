@@ -11,7 +11,7 @@ from fastcore.basics import patch
 
 from .core import SentclError
 from .losses import bml_loss, info_nce, sncse_negative_loss, sncse_positive_loss
-from .method_base import Method, MethodConfig
+from .method_base import Method, MethodConfig, one_forward, split_views
 from .negation import SNCSE_ANCHOR_TEMPLATE, SNCSE_VIEW_TEMPLATE, end_with_punctuation
 from .simcse import tanh_mlp
 
@@ -39,6 +39,7 @@ class SNCSEConfig(MethodConfig):
     beta:float = 0.3 # BML upper margin
     lam:float = 1e-3 # BML weight (5e-4 for RoBERTa, see `model_defaults`)
     corpus:str = "wiki1m" # SimCSE's 1M Wikipedia sentences
+    one_forward:bool = True # the three prompts in one forward pass (SimCSE's cl_forward layout); False: one each
     negation_role:str = "soft" # "soft" (InfoNCE + lam BML), "none" (InfoNCE), "negative" (NL, Eq. 9), "positive" (PL)
 
     @classmethod
@@ -65,23 +66,24 @@ class SNCSE(Method):
         sentences = [end_with_punctuation(s) for s in batch["sentence"]]
         anchor, view = (self.train_settings.replace(template=t) for t in (cfg.anchor_template, cfg.view_template))
         groups = {"z1": {"sentences": sentences, "settings": anchor}, "z2": {"sentences": sentences, "settings": view}}
-        if cfg.negation_role == "none": return groups                            # the negation is not encoded
-        negations = [end_with_punctuation(s) for s in batch["negation"]]
-        return {**groups, "z3": {"sentences": negations, "settings": view}}
+        if cfg.negation_role != "none":                                          # else the negation is not encoded
+            groups["z3"] = {"sentences": [end_with_punctuation(s) for s in batch["negation"]], "settings": view}
+        return one_forward(groups, cfg.one_forward)
 
 # %% ../nbs/07f_sncse.ipynb #22a41f16
 @patch
 def loss_from_embeddings(self:SNCSE, embeddings, batch):
     cfg = self.config
-    h = {k: self.mlp(e) for k, e in embeddings.items()}                          # Eq. 2, training only
+    views = ("z1", "z2") if cfg.negation_role == "none" else ("z1", "z2", "z3")
+    h = {k: self.mlp(e) for k, e in split_views(embeddings, views).items()}       # Eq. 2, training only
     nce = info_nce(h["z1"], h["z2"], temperature=cfg.temperature)                 # Eq. 3
-    if cfg.negation_role == "none": return nce, {"info_nce": nce.item(), "loss": nce.item()}
+    if cfg.negation_role == "none": return nce, {"info_nce": nce.detach(), "loss": nce.detach()}
     if cfg.negation_role == "negative":
         nl = sncse_negative_loss(h["z1"], h["z2"], h["z3"], cfg.temperature)      # Eq. 9
-        return nl, {"nl": nl.item(), "loss": nl.item()}
+        return nl, {"nl": nl.detach(), "loss": nl.detach()}
     if cfg.negation_role == "positive":
         pl = sncse_positive_loss(h["z1"], h["z2"], h["z3"], cfg.temperature)      # Eq. 8
-        return pl, {"info_nce": nce.item(), "pl": pl.item(), "loss": pl.item()}
+        return pl, {"info_nce": nce.detach(), "pl": pl.detach(), "loss": pl.detach()}
     bml = bml_loss(h["z1"], h["z2"], h["z3"], cfg.alpha, cfg.beta)                # Eqs. 4-5
     total = nce + cfg.lam * bml                                                   # Eq. 7
-    return total, {"info_nce": nce.item(), "bml": bml.item(), "loss": total.item()}
+    return total, {"info_nce": nce.detach(), "bml": bml.detach(), "loss": total.detach()}

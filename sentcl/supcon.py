@@ -8,16 +8,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import torch
-import torch.distributed as dist
 import torch.nn.functional as F
 from fastcore.basics import patch
 from torch import Tensor, nn
 
 from .core import SentclError
 from .data import LABELS
-from .encoders import BATCH_DEPENDENT_POOLINGS
 from .losses import supcon_loss
-from .method_base import Method, MethodConfig, batch_generator
+from .method_base import PREPARED, Method, MethodConfig, batch_generator
 from .sbert import sbert_pair_features
 
 # %% auto #0
@@ -47,14 +45,6 @@ class SupConConfig(LiaoConfig):
     n_pos:int = -1 # -1: all same-premise entailments are positives; k: own plus k-1 sampled
     n_neg:int = -1 # -1: every other hypothesis is a negative (released code); k: k sampled per anchor (paper)
 
-# %% ../nbs/07d_supcon.ipynb #61734ea3
-def _global_max(n:int, device) -> int:
-    "The largest `n` over all processes (just `n` outside torch.distributed)."
-    if not (dist.is_available() and dist.is_initialized()): return n
-    t = torch.tensor([n], device=device)
-    dist.all_reduce(t, op=dist.ReduceOp.MAX)
-    return int(t.item())
-
 # %% ../nbs/07d_supcon.ipynb #11b271b4
 class LiaoMethod(Method):
     "What Liao's methods share: the premise-group view, padding as the released batches, the 3-way linear classifier."
@@ -64,24 +54,8 @@ class LiaoMethod(Method):
         hidden = self.config.classifier_hidden
         self.classifier = nn.Sequential(nn.Linear(3 * dim, hidden), nn.Linear(hidden, 3))
 
-    def embedding_inputs(self, batch):
-        groups = {"u": {"sentences": batch["premise"]}, "v": {"sentences": batch["hypothesis"]}}
-        if self.train_settings.pooling in BATCH_DEPENDENT_POOLINGS:
-            for g in groups.values():
-                longest = self.encoder.tokenize(g["sentences"], self.train_settings)["input_ids"].shape[1]
-                g["pad_to"] = _global_max(longest, self.encoder.device)
-        return groups
-
-# %% ../nbs/07d_supcon.ipynb #419458a4
-@patch
-def encode_inputs(self:LiaoMethod, key, inputs):
-    if "pad_to" not in inputs: return Method.encode_inputs(self, key, inputs)
-    enc, s = self.encoder, self.train_settings
-    feats = enc.tokenize(inputs["sentences"], s)                            # padded to this chunk's longest
-    extra = inputs["pad_to"] - feats["input_ids"].shape[1]
-    if extra > 0: feats = {k: F.pad(v, (0, extra), value=enc.tokenizer.pad_token_id if k == "input_ids" else 0)
-                           for k, v in feats.items()}                        # ... then to the whole group's
-    return enc(feats, s), None
+    def embedding_inputs(self, batch):  # each group padded to its own longest (`sentcl.batching.BATCH_DEPENDENT`)
+        return {"u": {"sentences": batch["premise"]}, "v": {"sentences": batch["hypothesis"]}}
 
 # %% ../nbs/07d_supcon.ipynb #a7f46c69
 class SupCon(LiaoMethod):
@@ -103,7 +77,7 @@ def loss_from_embeddings(self:SupCon, embeddings, batch):
     g = batch_generator(cfg.seed, label, groups) if cfg.n_pos > 1 or cfg.n_neg > 0 else None
     scl = supcon_loss(u, v, label == 0, groups, cfg.temperature, cfg.n_pos, g, cfg.n_neg)  # Eq. 2
     total = (1 - cfg.lam) * ce + cfg.lam * scl                                 # Eq. 3
-    return total, {"classification": ce.item(), "supcon": scl.item(), "loss": total.item()}
+    return total, {"classification": ce.detach(), "supcon": scl.detach(), "loss": total.detach()}
 
 # %% ../nbs/07d_supcon.ipynb #0c8bb5cc
 def _sample(idx:Tensor, k:int, generator:torch.Generator) -> Tensor:
@@ -165,14 +139,25 @@ class SBERTAugment(LiaoMethod):
 
 # %% ../nbs/07d_supcon.ipynb #3c170f49
 @patch
-def loss_from_embeddings(self:SBERTAugment, embeddings, batch):
-    cfg, u, v = self.config, embeddings["u"], embeddings["v"]
-    label = torch.as_tensor(batch["label"]).long()                           # (N,) 0/1/2
-    groups = torch.as_tensor(batch["groups"])
+def augment_pairs(self:SBERTAugment, batch) -> dict[str, Tensor]:
+    "The batch's Augment pairs (anchor, hypothesis, label rows), found on the host: made with the batch, ahead."
+    cfg, label, groups = self.config, torch.as_tensor(batch["label"]).cpu().long(), torch.as_tensor(batch["groups"]).cpu()
     g = batch_generator(cfg.seed, label, groups) if cfg.n_pos > 1 or cfg.n_neg > 0 else None
-    a, h, y = (t.to(u.device) for t in liao_augmented_pairs(label, groups, cfg.n_pos, cfg.n_neg,
-                                                             LABELS.index(cfg.other_premise_label), g))
+    pairs = liao_augmented_pairs(label, groups, cfg.n_pos, cfg.n_neg, LABELS.index(cfg.other_premise_label), g)
+    return dict(zip(("anchor", "hypothesis", "label"), pairs))
+
+@patch
+def prepare_batch(self:SBERTAugment, batch):
+    if PREPARED in batch: return batch
+    return {**Method.prepare_batch(self, batch), "augment": self.augment_pairs(batch)}
+
+@patch
+def loss_from_embeddings(self:SBERTAugment, embeddings, batch):
+    u, v = embeddings["u"], embeddings["v"]
+    pairs = batch["augment"] if "augment" in batch else self.augment_pairs(batch)
+    a, h, y = (torch.as_tensor(pairs[k], device=u.device) for k in ("anchor", "hypothesis", "label"))
     if len(a) == 0:                                                        # no entailment anchor in the batch
-        return (u.sum() + v.sum()) * 0.0, {"classification": 0.0, "pairs": 0.0, "loss": 0.0}
+        zero = (u.sum() + v.sum()) * 0.0
+        return zero, {"classification": zero.detach(), "pairs": 0.0, "loss": zero.detach()}
     ce = F.cross_entropy(self.classifier(sbert_pair_features(u[a], v[h])).float(), y)  # (K, 3) logits
-    return ce, {"classification": ce.item(), "pairs": float(len(a)), "loss": ce.item()}
+    return ce, {"classification": ce.detach(), "pairs": float(len(a)), "loss": ce.detach()}

@@ -5,8 +5,10 @@
 # %% ../nbs/05_views.ipynb #a0b7cb6d
 from __future__ import annotations
 
+import functools
 import logging
 import math
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -50,6 +52,12 @@ class View:
 
     def make_batch(self, idx: np.ndarray, rng: np.random.Generator) -> dict: raise NotImplementedError
 
+@functools.cache
+def _no_anchor_warning(view: str):
+    "Warn, once per view and process, that a batch has no entailment pair (the contrastive loss is 0 for it)."
+    warnings.warn(f"view {view!r}: a batch has no entailment pair, so the contrastive loss has no anchor and is 0 for "
+                  "it (the released code gives NaN or divides by zero). Warned once.", RuntimeWarning, stacklevel=3)
+
 # %% ../nbs/05_views.ipynb #8a2bd7e6
 def _nli_frame(data, view: str) -> pd.DataFrame:
     "Check that `data` is an NLI DataFrame with known labels (SimCSE triplets become their pairs)."
@@ -75,6 +83,7 @@ class PairsView(View):
         super().__init__(len(df))
 
     def make_batch(self, idx, rng):
+        if not self.entailed[idx].any(): _no_anchor_warning(self.name)  # known here, on the host, for free
         return {"premise": [self.premise[i] for i in idx], "hypothesis": [self.hypothesis[i] for i in idx],
                 "entailed": torch.as_tensor(self.entailed[idx], dtype=torch.bool)}
 
@@ -124,6 +133,7 @@ class PremiseGroupsView(NLI3View):
         return len(self.batch_indices(batch_size, seed, epoch, drop_last))
 
     def make_batch(self, idx, rng):
+        if not (self.label[idx] == 0).any(): _no_anchor_warning(self.name)
         groups = torch.as_tensor(pd.factorize(self.group[idx])[0], dtype=torch.int64)
         return {**super().make_batch(idx, rng), "groups": groups}
 
@@ -187,7 +197,9 @@ class SpansView(View):
         self.kw = dict(num_anchors=num_anchors, num_positives=num_positives, min_span=min_span, max_span=max_span,
                        sampling=sampling)
         need = min_document_tokens(num_anchors, max_span)
-        lengths = [len(self.tokens(d)) for d in docs]
+        dtype = np.uint16 if len(tokenizer) <= 2**16 else np.int32                # each document tokenized once
+        ids = [np.asarray(tokenizer.convert_tokens_to_ids(self.tokens(d)), dtype=dtype) for d in docs]
+        lengths = [len(i) for i in ids]
         short = sum(n < need for n in lengths)
         msg = (f"view 'spans': {short} of {len(docs)} documents have fewer than "
                f"num_anchors*max_span*2 = {need} subword tokens")
@@ -196,6 +208,7 @@ class SpansView(View):
             raise SentclError(msg + ": nothing to train on; lower max_span / num_anchors or use longer documents")
         if short: log.warning(msg + "; skipped them (strict=True raises instead)")
         self.docs = [d for d, n in zip(docs, lengths) if n >= need]
+        self.ids = [i for i, n in zip(ids, lengths) if n >= need]                 # token ids, 2 bytes a token
         self.skipped = short
         super().__init__(len(self.docs))
 
@@ -207,7 +220,7 @@ class SpansView(View):
     def make_batch(self, idx, rng):
         anchors, positives, text = [], [], self.tokenizer.convert_tokens_to_string
         for i in idx:
-            toks = self.tokens(self.docs[i])
+            toks = self.tokenizer.convert_ids_to_tokens(self.ids[i].tolist())  # the tokens of `tokens(doc)`
             for (s, e), pos in sample_spans(len(toks), rng=rng, **self.kw):
                 anchors.append(text(toks[s:e]).strip())
                 positives += [text(toks[ps:pe]).strip() for ps, pe in pos]
