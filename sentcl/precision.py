@@ -173,14 +173,15 @@ def _sync_reason(func, args, kwargs) -> str|None:
     return None
 
 # %% ../nbs/01b_precision.ipynb #2418814f
-def _blocking_copy(func, args, kwargs) -> bool:
-    "A copy between the host and a GPU that blocks the host (pageable memory, or non_blocking=False)."
+def _copy_reason(func, args, kwargs) -> str|None:
+    "'read to host' for a copy into host memory named as such; 'blocking copy' for a host-to-GPU copy that blocks."
     name = func._schema.name.split("::")[-1]
-    if name not in ("_to_copy", "copy_"): return False
+    if name not in ("_to_copy", "copy_"): return None
     src, dst = (args[0], kwargs.get("device")) if name == "_to_copy" else (args[1], args[0].device)
-    if not isinstance(src, torch.Tensor) or dst is None: return False
-    devices = {src.device.type, torch.device(dst).type}
-    return "cpu" in devices and len(devices) == 2 and not kwargs.get("non_blocking", len(args) > 2 and args[2])
+    if not isinstance(src, torch.Tensor) or dst is None: return None
+    if torch.device(dst).type == "cpu": return "read to host"    # on a GPU a sync; on a CPU the same read, marked
+    blocking = not kwargs.get("non_blocking", len(args) > 2 and args[2])
+    return "blocking copy" if src.device.type == "cpu" and blocking else None
 
 # %% ../nbs/01b_precision.ipynb #fba091c1
 class SyncCounter(TorchDispatchMode):
@@ -195,7 +196,7 @@ class SyncCounter(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         if not self._paused:
-            why = _sync_reason(func, args, kwargs) or ("blocking copy" if _blocking_copy(func, args, kwargs) else None)
+            why = _sync_reason(func, args, kwargs) or _copy_reason(func, args, kwargs)
             if why:
                 self.counts[why] = self.counts.get(why, 0) + 1
                 if self.record_stack:

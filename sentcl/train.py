@@ -26,6 +26,7 @@ import torch.distributed as dist
 from fastcore.basics import patch
 from tqdm.auto import tqdm
 
+from .batching import PreparedBatches, batch_loader, to_device
 from .checkpoints import CHECKPOINT, config_differences, load_checkpoint, save_checkpoint, seed_everything
 from .cards import write_model_card
 from .checkpoints import PREVIOUS, rng_state, set_rng_state
@@ -34,15 +35,15 @@ from .data import DEFAULT_CORPUS, SAMPLES_LABEL, load_corpus, sample_fraction, w
 from .gradients import autocast_context, average_gradients, broadcast_parameters, compute_gradients
 from .precision import machine_facts, resolve_precision
 from .gradients import rank_slice, setup_distributed, world
-from .method_base import Method, MethodConfig, check_field
+from .method_base import NON_NEGATIVE, Method, MethodConfig, check_field
 from .methods import build_method, get_method, method_config
 from .presets import get_preset, preset_overrides
 from .schedules import build_optimizer, build_scheduler, total_steps
 from .views import VIEWS, View, build_view
 
 # %% auto #0
-__all__ = ['RESUME_MAY_CHANGE', 'RunOptions', 'run_record', 'flat_record', 'resolve', 'Trainer', 'export_model',
-           'check_run_folder', 'load_training_data', 'training_view', 'train']
+__all__ = ['RESUME_MAY_CHANGE', 'RunOptions', 'run_record', 'flat_record', 'resolve', 'Trainer', 'default_loader_workers',
+           'compile_encoder', 'export_model', 'check_run_folder', 'load_training_data', 'training_view', 'train']
 
 # %% ../nbs/08_train.ipynb #49e5aa4e
 @dataclass
@@ -59,9 +60,14 @@ class RunOptions:
     save_every:int|None = None # checkpoint every N steps
     resume:bool = False # continue from the run folder's checkpoint
     progress:bool = True # show a progress bar
+    # DataLoader worker processes that build and tokenize batches ahead of the step; None: `default_loader_workers`
+    loader_workers:int|None = field(default=None, metadata={"range": NON_NEGATIVE})
+    log_every:int = 10 # read the loss terms from the device (and check them) every N steps, not every step
+    compile:bool = False # torch.compile the encoder (measured on a GPU; never turned on by sentcl itself)
 
 # %% ../nbs/08_train.ipynb #e39104c2
-RESUME_MAY_CHANGE = ("run.out", "run.stop_after", "run.save_every", "run.resume", "run.progress")
+RESUME_MAY_CHANGE = ("run.out", "run.stop_after", "run.save_every", "run.resume", "run.progress", "run.loader_workers",
+                     "run.log_every", "run.compile")
 
 def run_record(method:str, config:MethodConfig, options:RunOptions) -> dict:
     "A run as data: {'run': {'method': name, **options}, 'method': {**config}} (what `--show-config` prints)."
@@ -116,7 +122,24 @@ class Trainer:
         self.step, self.epoch, self.position, self.best = 0, 0, 0, None
         self.eval_pending, self.exported = False, False # a dev evaluation failed / model/ holds the final weights
         self.t_start, self.seconds_before = None, 0.0 # this attempt's start; earlier attempts' training time
+        self.workers = default(options.loader_workers, default_loader_workers(self.device))
+        self.unread, self.t_read = [], None # steps whose loss terms are still on the device; when they were last read
+        if options.compile: compile_encoder(method)
         broadcast_parameters(method)
+
+# %% ../nbs/08_train.ipynb #8f33a86b
+def default_loader_workers(device) -> int:
+    "DataLoader workers by device: 4 on CUDA (at most the CPU cores less one), 0 on a CPU (the step needs the cores)."
+    if torch.device(device).type != "cuda": return 0
+    return max(0, min(4, (os.cpu_count() or 1) - 1))
+
+def compile_encoder(method:Method):
+    "Compile the method's transformer in place with `torch.compile` (its parameters and state dict unchanged)."
+    import torch._dynamo
+    cfg = torch._dynamo.config
+    name = "recompile_limit" if hasattr(cfg, "recompile_limit") else "cache_size_limit"
+    setattr(cfg, name, max(getattr(cfg, name), 64))          # a graph per padded shape, a few dozen at most
+    method.encoder.model.compile(dynamic=False)
 
 # %% ../nbs/08_train.ipynb #4df7bb2b
 @patch
@@ -214,9 +237,10 @@ def _evaluate(self:Trainer) -> float:
     return score
 
 # %% ../nbs/08_train.ipynb #414480ec
-def _nonfinite_term(loss:torch.Tensor, terms:dict) -> str | None:
-    if torch.isfinite(loss).all(): return None
-    bad = [k for k, v in terms.items() if not math.isfinite(float(v))]
+def _nonfinite_term(terms:dict) -> str | None:
+    "The names of a step's non-finite terms ('loss' first), as read from the device; None when all are finite."
+    if math.isfinite(terms["loss"]): return None
+    bad = [k for k, v in terms.items() if k != "loss" and not math.isfinite(v)]
     return ", ".join(bad) if bad else "loss"
 
 @patch
@@ -225,10 +249,6 @@ def _gradients(self:Trainer, batch:dict) -> tuple[torch.Tensor, dict]:
     self.optimizer.zero_grad(set_to_none=True)
     loss, terms = compute_gradients(self.method, local, self.opts.mini_batch_size, self.autocast())
     average_gradients(self.method)
-    bad = _nonfinite_term(loss, terms)
-    saved = f", {self.out/CHECKPOINT} holds the last checkpoint" if (self.out/CHECKPOINT).exists() else ""
-    if bad: raise SentclError(f"non-finite loss at step {self.step + 1} (term: {bad}); "
-                              f"the run stopped{saved} — lower the learning rate or use fp32")
     return loss, terms
 
 # %% ../nbs/08_train.ipynb #4075d52f
@@ -247,17 +267,41 @@ def _sentences_in(batch:dict) -> int:
 # %% ../nbs/08_train.ipynb #b562f75b
 @patch
 def train_step(self:Trainer, batch:dict):
-    "One optimiser step on a global batch, then its log line and any dev evaluation or checkpoint that is due."
-    t0 = time.time()
-    loss, terms = self._gradients(batch)
+    "One optimiser step on a global batch (its terms read every `log_every` steps), then any evaluation or checkpoint due."
+    if self.t_read is None: self.t_read = time.time()
+    loss, terms = self._gradients(to_device(batch, self.device))
     lr = self._update()
     self.step, self.position, self.done_now = self.step + 1, self.position + 1, self.done_now + 1
-    rate = _sentences_in(batch) / max(time.time() - t0, 1e-9)
-    self._log({"step": self.step, "epoch": self.epoch, "loss": float(loss), **{k: float(v) for k, v in terms.items()},
-               "lr": lr, "sentences_per_s": round(rate, 1)})
-    self.bar.update(1); self.bar.set_postfix(loss=f"{float(loss):.4f}", lr=f"{lr:.2e}", sent_s=f"{rate:.0f}")
-    if self.cfg.eval_every and self.step % self.cfg.eval_every == 0: self._evaluate()
-    if self.opts.save_every and self.step % self.opts.save_every == 0: self._checkpoint()
+    self.unread.append((self.step, self.epoch, lr, _sentences_in(batch), {"loss": loss, **terms}))
+    self.bar.update(1)
+    evaluate = bool(self.cfg.eval_every) and self.step % self.cfg.eval_every == 0
+    save = bool(self.opts.save_every) and self.step % self.opts.save_every == 0
+    if evaluate or save or self.step % self.opts.log_every == 0: self._read_log()
+    if evaluate: self._evaluate()
+    if save: self._checkpoint()
+
+# %% ../nbs/08_train.ipynb #a6ea6c07
+def _read_terms(unread:list, device) -> list[dict[str, float]]:
+    "Every unread step's terms as floats: the tensors among them copied to the host in one read (one sync)."
+    tensors = [v for *_, t in unread for v in t.values() if isinstance(v, torch.Tensor)]
+    values = iter(torch.stack([v.detach().double().reshape(()) for v in tensors]).to("cpu", copy=True).tolist()
+                  if tensors else [])
+    return [{k: next(values) if isinstance(v, torch.Tensor) else float(v) for k, v in t.items()} for *_, t in unread]
+
+@patch
+def _read_log(self:Trainer):
+    "Read the unread steps' loss terms, stop at a non-finite one, write their log lines and the progress bar."
+    if not self.unread: return
+    read, now = _read_terms(self.unread, self.device), time.time()
+    rate = sum(u[3] for u in self.unread) / max(now - (self.t_read or now), 1e-9)
+    for (step, epoch, lr, _, _), terms in zip(self.unread, read):
+        bad = _nonfinite_term(terms)
+        saved = f", {self.out/CHECKPOINT} holds the last checkpoint" if (self.out/CHECKPOINT).exists() else ""
+        if bad: raise SentclError(f"non-finite loss at step {step} (term: {bad}); the run stopped at step {self.step}"
+                                  f"{saved} — lower the learning rate or use fp32")
+        self._log({"step": step, "epoch": epoch, **terms, "lr": lr, "sentences_per_s": round(rate, 1)})
+    self.bar.set_postfix(loss=f"{read[-1]['loss']:.4f}", lr=f"{self.unread[-1][2]:.2e}", sent_s=f"{rate:.0f}")
+    self.unread, self.t_read = [], now
 
 # %% ../nbs/08_train.ipynb #e4dabd56
 @patch
@@ -269,10 +313,12 @@ def _stopping(self:Trainer) -> bool:
 def run_epoch(self:Trainer) -> bool:
     "Train on the rest of the current epoch (the next one when it is over); False once the run must stop."
     if self.position >= self.batches_per_epoch: self.epoch, self.position = self.epoch + 1, 0
-    for batch in self.view.batches(self.cfg.batch_size, seed=self.cfg.seed, epoch=self.epoch, start=self.position,
-                                   drop_last=True):
-        if self._stopping(): return False
+    batches = PreparedBatches(self.view, self.method.prepare_batch, self.cfg.batch_size, self.cfg.seed, self.epoch,
+                              self.position)                               # made and tokenized ahead, in workers
+    for batch in batch_loader(batches, self.workers, pin=self.device.type == "cuda"):
+        if self._stopping(): self._read_log(); return False
         self.train_step(batch)
+    self._read_log()
     self.position = max(self.position, self.batches_per_epoch)
     return True
 
