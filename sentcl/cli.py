@@ -375,6 +375,8 @@ def add_execution_arguments(run:argparse.ArgumentParser):
                      help="when another `sentcl experiments run` works in this --out, wait for it (default: say who "
                           "holds the folder and stop)")
     run.add_argument("--dry-run", action="store_true", help="print every run the batch would execute, and exit")
+    run.add_argument("--gpu", default=None, metavar='"NAME MEMORY"',
+                     help='with --dry-run: price each training on this card, e.g. "RTX 3090 24GB" (sentcl.costs)')
     run.add_argument("--notebooks", default=None, help="folder of the experiment notebooks (default: nbs/experiments)")
     from sentcl.launchers import add_launcher_arguments  # argparse and paths only, no torch
     add_launcher_arguments(run)
@@ -419,15 +421,12 @@ def compare_batches(args) -> int:
 # %% ../nbs/11_cli.ipynb #bfa0c37b
 def print_dry_run(plan) -> None:
     "Every run of a batch's plan (`sentcl.runner.dry_run`) and, when it was estimated, what its training costs."
-    from sentcl import runner
+    from sentcl.costs import Calibration, cost_summary
     with wide_tables(): print(plan.to_string(index=False))
     print(f"\n{len(plan)} run(s) in {plan['experiment'].nunique()} experiment(s); nothing was executed")
     cost = plan.attrs.get("cost") or {}
-    if cost.get("estimated"):
-        print(f"cost of the {cost['trainings']} training(s) (each shared one once; {cost['estimated']} estimated): "
-              f"{cost['tokens'] / 1e9:.2f}B tokens, {cost['gpu_hours']:.0f} GPU-hours on an {runner.REFERENCE_GPU.name} "
-              f"at {runner.UTILISATION:.0%} of its peak, peak memory {cost['memory_gb']:.0f} GB "
-              f"({cost['memory_gb_cached']:.0f} GB with gradient caching); see sentcl.costs for the formula")
+    if cost.get("estimated") or cost.get("unfit"):
+        print(cost_summary(cost, plan.attrs.get("calibration") or Calibration(), plan.attrs.get("gpu")))
 
 # %% ../nbs/11_cli.ipynb #25f8d7cf
 def batch_outcome(table, # one row per experiment, with its `status`
@@ -444,14 +443,18 @@ def batch_outcome(table, # one row per experiment, with its `status`
 def run_experiment_batch(args) -> int:
     "`sentcl experiments run`: the batch, or with --dry-run its plan; the exit status is the number of failures."
     from sentcl import runner
+    from sentcl.costs import parse_gpu
     from sentcl.launchers import cluster_overrides, run_job_plan
     params = parse_parameters(args.params, args.rehearse)
     if params.get("rehearse") and args.preset != "paper":
         raise SentclError(f"--rehearse rehearses the paper preset, not {args.preset!r}: use --preset paper --rehearse")
     cluster = cluster_overrides(args)  # the Slurm options: an error with the local launcher
+    if args.gpu and (not args.dry_run or args.launcher != "local"):
+        raise SentclError(f"--gpu {args.gpu!r} prices a plan: use it with --dry-run and the local launcher")
     if args.dry_run and args.launcher != "local": return run_job_plan(args, params)
     if args.dry_run:
-        print_dry_run(runner.dry_run(args.names, args.preset, args.data_dir, args.out, args.paper, params))
+        gpu = None if args.gpu is None else parse_gpu(args.gpu)
+        print_dry_run(runner.dry_run(args.names, args.preset, args.data_dir, args.out, args.paper, params, gpu))
         return 0
     table = runner.run_batch(args.names, args.preset, args.out, args.data_dir, args.paper, params, args.jobs,
                              args.force, args.notebooks, launcher=args.launcher, cluster=cluster,

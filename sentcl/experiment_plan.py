@@ -14,7 +14,7 @@ from pathlib import Path
 from fastcore.basics import patch
 
 from .core import SentclError, check_shape, default, record_path, write_json
-from .costs import cost_columns
+from .costs import GPU, Calibration, cost_columns
 from .data import with_data_folder
 from .experiment_spec import Arm, Experiment
 from .method_base import MethodConfig
@@ -69,9 +69,12 @@ def describe(self:Run) -> dict:
             "precision": "-" if o is None else o.precision, "tasks": self.tasks}
 
 # %% ../nbs/13j_plan.ipynb #2feb149f
-def plan_row(run:Run) -> dict:
+def plan_row(run:Run,
+             calibration:Calibration=Calibration(), # what GPU checks measured (`sentcl.runner.paper_calibration`)
+             gpu:GPU|None=None, # price the run on this card (`--gpu`)
+            ) -> dict:
     "A run as one row of a plan or `--dry-run`: `run.describe()` (an untrained run's seed '-', not NaN), its cost."
-    return {**run.describe(), "seed": "-" if run.seed is None else run.seed, **cost_columns(run)}
+    return {**run.describe(), "seed": "-" if run.seed is None else run.seed, **cost_columns(run, calibration, gpu)}
 
 # %% ../nbs/13j_plan.ipynb #64a9cc8d
 def _merge(base:dict, over:dict) -> dict:

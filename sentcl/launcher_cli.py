@@ -84,7 +84,7 @@ def job_plan(names:list, preset:str, out, parameters:dict|None=None, cluster:Clu
     from sentcl.catalog import get_experiment
     from sentcl.costs import REFERENCE_GPU, plan_cost
     from sentcl.experiment_plan import plan_runs
-    from sentcl.runner import experiment_done, temporary_environment
+    from sentcl.runner import experiment_done, paper_calibration, temporary_environment
     parameters, out = parameters or {}, Path(out)
     options = cluster if isinstance(cluster, ClusterOptions) else cluster_options(out, cluster, None, cluster_file)
     todo = [n for n in names if force or not experiment_done(out/n, preset, rehearse=parameters.get("rehearse", False))]
@@ -93,10 +93,11 @@ def job_plan(names:list, preset:str, out, parameters:dict|None=None, cluster:Clu
         after = training_order(todo, preset, out, plan_args)
         runs = {n: plan_runs(get_experiment(n), preset, out/n, **plan_args) for n in todo}
     wave, hours, seen, rows = waves(after), parse_time(options.time) / 60 * options.gpus_per_job, set(), []
+    a100 = dataclasses.replace(paper_calibration(), measured={})  # every pace on the A100, at the best share measured
     for n in todo:
         trained = [r for r in runs[n] if r.method is not None]
-        cost = plan_cost([r for r in trained
-                          if r.train_folder not in seen and not training_finished(r.train_folder)])
+        cost = plan_cost([r for r in trained if r.train_folder not in seen and not training_finished(r.train_folder)],
+                         a100)
         seen.update(r.train_folder for r in trained)
         rows.append({"experiment": n, "wave": wave[n], "after": ", ".join(after[n]) or "-", "runs": len(runs[n]),
                      "trains": cost["trainings"], f"est. GPU-h ({REFERENCE_GPU.name.split()[1]})":

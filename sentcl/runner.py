@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import re
@@ -24,18 +25,19 @@ from fastcore.basics import patch
 import sentcl
 from .catalog import EXPERIMENTS, get_experiment
 from .core import SentclError, atomic_write, check_shape, default, record_path, write_json
-from .costs import REFERENCE_GPU, UTILISATION, plan_cost
+from .costs import GPU, Calibration, calibrate, load_gpu_check, plan_cost
 from .parameters import plan_arguments
 from .experiment_execute import read_json
-from .experiment_plan import plan_row, plan_runs, read_plan, run_from_record, run_key, write_plan
+from .experiment_plan import Run, plan_row, plan_runs, read_plan, run_from_record, run_key, write_plan
 from .experiment_results import check_results
 from .experiment_spec import published
 from .presets import PRESETS, get_preset
 
 # %% auto #0
-__all__ = ['PLAN_FILE', 'BATCH_LOCK', 'select_experiments', 'list_experiments', 'dry_run', 'data_label', 'machine_paths',
-           'portable_text', 'notebooks_dir', 'notebook_path', 'papermill_command', 'job_environment', 'experiment_done',
-           'check_batch', 'BatchState', 'plan_experiment', 'run_one', 'temporary_environment', 'BatchLock', 'run_batch']
+__all__ = ['PLAN_FILE', 'BATCH_LOCK', 'select_experiments', 'list_experiments', 'gpu_check_run', 'paper_calibration', 'dry_run',
+           'data_label', 'machine_paths', 'portable_text', 'notebooks_dir', 'notebook_path', 'papermill_command',
+           'job_environment', 'experiment_done', 'check_batch', 'BatchState', 'plan_experiment', 'run_one',
+           'temporary_environment', 'BatchLock', 'run_batch']
 
 # %% ../nbs/13b_runner.ipynb #f6520716
 def select_experiments(names=None, # experiment names (None or empty: all of them, or all of `paper`'s)
@@ -69,15 +71,34 @@ def list_experiments(names=None, paper:str|None=None) -> pd.DataFrame:
                      **{f"runs ({p})": _counts(e, p) for p in PRESETS}, "cost (cpu)": e.cost.get("cpu", "")})
     return pd.DataFrame(rows)
 
+# %% ../nbs/13b_runner.ipynb #8188e711
+def gpu_check_run(row:dict) -> Run:
+    "The paper run a GPU check's row timed: its experiment and arm at its batch and precision, with its settings."
+    exp = get_experiment(row["experiment"])
+    run = next(r for r in plan_runs(exp, "paper", Path("/nonexistent")/exp.name, arms=[row["arm"]],
+                                    batch_size=row["batch"], precision=row["precision"]) if r.method)
+    c, o = run.config, run.options
+    config = dataclasses.replace(c, **{k: v for k, v in row.get("config", {"one_forward": False}).items() if hasattr(c, k)})
+    options = dataclasses.replace(o, **{k: v for k, v in row.get("options", {}).items() if hasattr(o, k)})
+    return dataclasses.replace(run, config=config, options=options)
+
+def paper_calibration(path=None) -> Calibration:
+    "What this checkout's GPU check (or the one at `path`) measured, for the cost plan (`sentcl.costs.calibrate`)."
+    check, source = load_gpu_check(path)
+    return calibrate(check, gpu_check_run, None if source is None else os.path.relpath(source))
+
 # %% ../nbs/13b_runner.ipynb #4a8c800d
 def dry_run(names=None, preset:str="cpu-smoke", data_dir=None, out="runs/experiments", paper=None,
-            parameters:dict|None=None) -> pd.DataFrame:
+            parameters:dict|None=None,
+            gpu:GPU|None=None, # price each training on this card, gradient-cached to fit it (`--gpu`)
+           ) -> pd.DataFrame:
     "Every run the batch would execute, one row each, without running or loading anything; its totals in `.attrs`."
     params = {k: v for k, v in plan_arguments(parameters or {}).items() if k != "data_dir"}
     runs = [r for n in select_experiments(names, paper, preset)
             for r in plan_runs(get_experiment(n), preset, out=Path(out)/n, data_dir=data_dir, **params)]
-    plan = pd.DataFrame([plan_row(r) for r in runs])
-    plan.attrs["cost"] = plan_cost(runs)  # each shared training once
+    calibration = paper_calibration()
+    plan = pd.DataFrame([plan_row(r, calibration, gpu) for r in runs])
+    plan.attrs.update(cost=plan_cost(runs, calibration, gpu), calibration=calibration, gpu=gpu)  # each training once
     return plan
 
 # %% ../nbs/13b_runner.ipynb #a010df79

@@ -98,6 +98,22 @@ def test_paper_dry_run_from_the_cli(capsys):
     assert main(["experiments", "run", "pairsupcon-table5", "--preset", "paper", "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "bert-base-uncased" in out and "1024" in out and "3 epochs" in out and "nothing was executed" in out
+    assert "measured: 0.914 s/step on NVIDIA H200, fp32, commit 25e76d9" in out  # results/gpu timed PairSupCon's step
+    assert "lower bound: " in out  # instance discrimination, another method, was not timed
+
+
+def test_gpu_prices_the_plan_on_a_card(capsys):
+    "--gpu: each training's gradient-caching mini-batch and GPU-hours on the card; a bad card is a one-line error."
+    assert main(["experiments", "run", "pairsupcon-table5", "--preset", "paper", "--dry-run", "--gpu", "RTX 3090 24GB"]) == 0
+    out = capsys.readouterr().out
+    assert "mini-batch on RTX 3090" in out and "GPU-h on RTX 3090" in out and "256" in out
+    assert "tests/test_methods_gradcache.py::test_gradient_caching_matches_full_batch" in out
+    for bad, why in (("RTX 3090", "give a card's name and its memory"), ("GTX 1080 8GB", "no peak FLOP/s known")):
+        assert main(["experiments", "run", "pairsupcon-table5", "--preset", "paper", "--dry-run", "--gpu", bad]) == 2
+        err = capsys.readouterr().err
+        assert why in err and len(err.strip().splitlines()) == 1, err
+    assert main(["experiments", "run", "pairsupcon-table5", "--preset", "paper", "--gpu", "RTX 3090 24GB"]) == 2
+    assert "use it with --dry-run" in capsys.readouterr().err
 
 
 def test_bad_batch_inputs_are_one_line_errors(capsys, tmp_path):
