@@ -83,7 +83,8 @@ RESULTS_SCHEMA = {
     "versions": "package versions (sentcl.core.package_versions)",
     "git": "sentcl's git commit, '-dirty' when modified",
     "runs": "one record per run: arm, seed, method, model, describe (the plan row), config, train (the "
-            "trainer's summary), eval (tasks, avg, settings), folder, seconds",
+            "trainer's summary), eval (tasks, avg, settings), folder, seconds, commit ({training, evaluation}: the "
+            "sentcl commits that trained and scored it, '-dirty' when modified; absent in older results)",
     "measured": "one row per (table, arm, column): table, row, arm, column, paper, mean, std, n, values",
     "contrasts": "one row per (claim, column): better, worse, column, claim, paper_diff, diffs (per seed), "
                  "mean, std, n, status",

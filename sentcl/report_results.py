@@ -20,7 +20,7 @@ from .presets import get_preset
 
 # %% auto #0
 __all__ = ['CACHED_SECONDS', 'refresh_derived', 'collect_results', 'collect_failures', 'stand_ins_used', 'compare_results',
-           'run_precision', 'setting_differences', 'study_cost']
+           'run_precision', 'training_commits', 'commit_note', 'run_settings', 'setting_differences', 'study_cost']
 
 # %% ../nbs/13c0_report_results.ipynb #5baccb51
 def refresh_derived(doc:dict) -> dict:
@@ -127,9 +127,37 @@ def run_precision(doc:dict) -> dict:
     tr = sorted({trained(r) for r in doc["runs"] if r["method"] is not None})
     return {"training": ", ".join(tr) or None, "evaluation": ", ".join(ev) or None}
 
+# %% ../nbs/13c0_report_results.ipynb #4000a18d
+def _short(commit:str) -> str:
+    return commit if commit == "not recorded" else commit[:7] + ("-dirty" if commit.endswith("-dirty") else "")
+
+def training_commits(doc:dict) -> dict:
+    "{short commit: trained runs} of a results document; 'not recorded' for runs whose record has no commit."
+    out = {}
+    for r in doc["runs"]:
+        if r.get("method") is None: continue
+        c = _short((r.get("commit") or {}).get("training") or "not recorded")
+        out[c] = out.get(c, 0) + 1
+    return dict(sorted(out.items()))
+
+# %% ../nbs/13c0_report_results.ipynb #100d9fda
+def commit_note(doc:dict) -> str:
+    "One sentence: the commit its trainings ran, or, when they mix, each commit with its runs."
+    found = training_commits(doc)
+    if not found: return "no trained runs"
+    if list(found) == ["not recorded"]: return "training commit not recorded"
+    if len(found) == 1: return f"trained at commit {next(iter(found))}"
+    return f"**trainings from {len(found)} commits**: " + ", ".join(f"{c} ({n} runs)" for c, n in found.items())
+
+def run_settings(doc:dict) -> dict:
+    "The settings `setting_differences` compares beyond precision and hardware, each as one string."
+    norm = sorted({str(r.get("eval", {}).get("settings", {}).get("normalize", "not recorded")) for r in doc["runs"]})
+    return {"normalize": ", ".join(norm), "training commits": ", ".join(training_commits(doc)) or "–",
+            "results commit": _short(doc.get("git") or "not recorded")}
+
 # %% ../nbs/13c0_report_results.ipynb #10469540
 def setting_differences(base:dict, other:dict) -> list[str]:
-    "One line per experiment whose two results ran at another precision or on other hardware."
+    "One line per experiment and setting that differs between two results: precision, hardware, normalize, commits."
     from sentcl.precision import bf16_units
     lines = []
     for name in [n for n in base if n in other]:
@@ -138,6 +166,8 @@ def setting_differences(base:dict, other:dict) -> list[str]:
         if moved: lines.append(f"{name}: precision differs: {'; '.join(moved)}")
         ha, hb = bf16_units(base[name].get("hardware", {})), bf16_units(other[name].get("hardware", {}))
         if ha != hb: lines.append(f"{name}: hardware differs: {ha} vs {hb}")
+        sa, sb = run_settings(base[name]), run_settings(other[name])
+        lines += [f"{name}: {k} differs: {sa[k]} vs {sb[k]}" for k in sa if sa[k] != sb[k]]
     return lines
 
 # %% ../nbs/13c0_report_results.ipynb #d4104ffa
