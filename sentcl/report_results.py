@@ -20,7 +20,8 @@ from .presets import get_preset
 
 # %% auto #0
 __all__ = ['CACHED_SECONDS', 'refresh_derived', 'collect_results', 'collect_failures', 'stand_ins_used', 'compare_results',
-           'run_precision', 'training_commits', 'commit_note', 'run_settings', 'setting_differences', 'study_cost']
+           'run_precision', 'training_commits', 'commit_note', 'run_settings', 'setting_differences', 'family_verdicts',
+           'study_cost']
 
 # %% ../nbs/13c0_report_results.ipynb #5baccb51
 def refresh_derived(doc:dict) -> dict:
@@ -169,6 +170,22 @@ def setting_differences(base:dict, other:dict) -> list[str]:
         sa, sb = run_settings(base[name]), run_settings(other[name])
         lines += [f"{name}: {k} differs: {sa[k]} vs {sb[k]}" for k in sa if sa[k] != sb[k]]
     return lines
+
+# %% ../nbs/13c0_report_results.ipynb #62f32e47
+def family_verdicts(docs:dict, # {experiment: results document}, e.g. `collect_results("results/cpu")`
+                    plan, # a `sentcl.catalog.AnalysisPlan`
+                   ) -> pd.DataFrame:
+    "One row per claim column of the plan's family: diffs, mean, se, Holm-adjusted interval, verdict, k of n, p."
+    from sentcl.power import assess_claims
+    rows = []
+    for name, better, worse, column in plan.family:
+        c = next((c for c in (docs.get(name) or {}).get("contrasts", [])
+                  if (c["better"], c["worse"], c["column"]) == (better, worse, column)), None)
+        rows.append({"experiment": name, "claim": c["claim"] if c else None, "better": better, "worse": worse,
+                     "column": column, "paper_diff": c["paper_diff"] if c else None, "diffs": c["diffs"] if c else []})
+    tested = [r for r in rows if len(r["diffs"]) >= 2]
+    for r, a in zip(tested, assess_claims([(r["diffs"], r["paper_diff"]) for r in tested], plan.alpha)): r.update(a)
+    return pd.DataFrame(rows).assign(verdict=lambda t: t.get("verdict", pd.Series(dtype=object)).fillna("not measured"))
 
 # %% ../nbs/13c0_report_results.ipynb #d4104ffa
 CACHED_SECONDS = 10  # an evaluation this quick read its model's vectors from the embedding cache
