@@ -19,13 +19,14 @@ from .presets import ALL_PRESETS, Preset, get_preset
 from .views import VIEWS
 
 # %% auto #0
-__all__ = ['EXPERIMENTS', 'get_experiment', 'experiment_session', 'preset_facts', 'preset_summary', 'preset_summaries', 'PAPER',
-           'SMALL', 'STS', 'CLUSTERING', 'TRANSFER', 'FEWSHOT', 'PAIRSUPCON_MODELS', 'PAIRSUPCON', 'ABLATION_TASKS',
-           'PAIRSUPCON_ABLATIONS', 'TSNE_SET', 'PAIRSUPCON_FIGURES', 'PAIRSUPCON_DEV_ARMS', 'PAIRSUPCON_DEV',
-           'LIAO_MODELS', 'LIAO_SEEN', 'LIAO', 'LIAO_SWEEP_ARMS', 'LIAO_SWEEPS', 'SNCSE_TABLE2_ARMS', 'SNCSE',
-           'SNCSE_GRID', 'SNCSE_FIGURES', 'DECLUTR_TASKS', 'DECLUTR_ARMS', 'SMALL_ENCODER', 'DECLUTR_SAMPLING',
-           'DECLUTR_OBJECTIVES', 'DECLUTR', 'SBERT_PROBING_ARMS', 'HEADS_AND_MEMORY', 'DECLUTR_SUPPLEMENT', 'tasks',
-           'PAIRSUPCON_EXPERIMENTS', 'LIAO_EXPERIMENTS', 'SNCSE_EXPERIMENTS', 'DECLUTR_EXPERIMENTS']
+__all__ = ['EXPERIMENTS', 'CPU_ANALYSIS_PLAN', 'get_experiment', 'experiment_session', 'preset_facts', 'preset_summary',
+           'preset_summaries', 'AnalysisPlan', 'study_family', 'plan_markdown', 'PAPER', 'SMALL', 'STS', 'CLUSTERING',
+           'TRANSFER', 'FEWSHOT', 'PAIRSUPCON_MODELS', 'PAIRSUPCON', 'ABLATION_TASKS', 'PAIRSUPCON_ABLATIONS',
+           'TSNE_SET', 'PAIRSUPCON_FIGURES', 'PAIRSUPCON_DEV_ARMS', 'PAIRSUPCON_DEV', 'LIAO_MODELS', 'LIAO_SEEN',
+           'LIAO', 'LIAO_SWEEP_ARMS', 'LIAO_SWEEPS', 'SNCSE_TABLE2_ARMS', 'SNCSE', 'SNCSE_GRID', 'SNCSE_FIGURES',
+           'DECLUTR_TASKS', 'DECLUTR_ARMS', 'SMALL_ENCODER', 'DECLUTR_SAMPLING', 'DECLUTR_OBJECTIVES', 'DECLUTR',
+           'SBERT_PROBING_ARMS', 'HEADS_AND_MEMORY', 'DECLUTR_SUPPLEMENT', 'tasks', 'PAIRSUPCON_EXPERIMENTS',
+           'LIAO_EXPERIMENTS', 'SNCSE_EXPERIMENTS', 'DECLUTR_EXPERIMENTS']
 
 # %% ../nbs/13a_catalog.ipynb #3100c32a
 # each paper's experiments live in their own module; the catalog gathers them and re-exports their names
@@ -182,3 +183,56 @@ def preset_summaries(experiment:str, # an experiment name
                     ) -> str:
     "A Markdown list with `preset_summary` of `experiment` under each preset (what its notebook shows)."
     return "\n".join(f"- {preset_summary(p, experiment)}" for p in presets)
+
+# %% ../nbs/13a_catalog.ipynb #73bc1b47
+from dataclasses import dataclass
+
+@dataclass(frozen=True)
+class AnalysisPlan:
+    "A study's analysis, declared before its runs: the family of claim columns judged together, and the rule."
+    family:tuple # (experiment, better arm, worse arm, column), one per claim column
+    alpha:float = 0.05 # the family's level: the chance of any false verdict in it
+    rule:str = ("the two-sided t-interval of the mean paired difference (better minus worse, seed by seed), "
+                "Holm-adjusted over the family; supported when it lies on the paper's side of zero, contradicted "
+                "when on the other side, inconclusive otherwise")
+    beside:str = ("k of n seeds in the paper's direction with the exact one-sided sign-test p, and whether the "
+                  "paper's own difference lies inside the interval")
+
+# %% ../nbs/13a_catalog.ipynb #b47f6c67
+def study_family(preset:str="cpu") -> tuple:
+    "Every (experiment, better, worse, column) of `preset`'s study whose two arms the study runs."
+    p, out = get_preset(preset), []
+    for name, arms in p.study.items():
+        for c in get_experiment(name).contrasts:
+            if c.better in arms and c.worse in arms: out += [(name, c.better, c.worse, col) for col in c.columns]
+    return tuple(out)
+
+# %% ../nbs/13a_catalog.ipynb #95708244
+CPU_ANALYSIS_PLAN = AnalysisPlan(family=(
+    ("pairsupcon-table4", "pairsupcon-lr2e-05", "classification-lr2e-05", "sts"),
+    ("pairsupcon-table4", "pairsupcon-lr2e-05", "classification-lr2e-05", "clustering_acc"),
+    ("pairsupcon-table4", "pairsupcon-lr2e-05", "instdisc-lr2e-05", "sts"),
+    ("pairsupcon-table4", "pairsupcon-lr2e-05", "instdisc-lr2e-05", "clustering_acc"),
+    ("pairsupcon-table5", "instdisc-lr2e-05", "instdisc-nohn-lr2e-05", "sts"),
+    ("pairsupcon-table5", "instdisc-lr2e-05", "instdisc-nohn-lr2e-05", "clustering_acc"),
+    ("pairsupcon-table5", "pairsupcon-lr2e-05", "pairsupcon-nohn-lr2e-05", "sts"),
+    ("pairsupcon-table5", "pairsupcon-lr2e-05", "pairsupcon-nohn-lr2e-05", "clustering_acc"),
+    ("liao-table2", "scl-allpalln-0.3", "ce", "avg"),
+    ("sncse-table2", "sncse", "sncse-lam0", "avg"),
+    ("sncse-figure4", "sncse", "sncse-lam0", "soft_negative_peak"),
+    ("sncse-figure4", "sncse", "sncse-lam0", "negation_in_margin"),
+    ("sncse-figure4", "sncse-bml0.1", "sncse-lam0", "negation_in_margin"),
+    ("declutr-figure3", "both-100", "contrastive-100", "sts"),
+    ("declutr-figure3", "both-100", "contrastive-100", "transfer"),
+    ("declutr-figure3", "both-100", "mlm-100", "sts"),
+    ("declutr-figure3", "both-100", "mlm-100", "transfer"),
+))
+
+# %% ../nbs/13a_catalog.ipynb #b570297e
+def plan_markdown(plan:AnalysisPlan) -> str:
+    "The plan in words, for a page: the rule, what stands beside it, and the family, one line per claim column."
+    exps = {name: get_experiment(name) for name in dict.fromkeys(f[0] for f in plan.family)}
+    claim = lambda n, b, w: next(c.claim for c in exps[n].contrasts if (c.better, c.worse) == (b, w))
+    lines = [f"**Rule** (level {plan.alpha:g} for the family of {len(plan.family)}): {plan.rule}. "
+             f"**Beside it:** {plan.beside}.", "", "| experiment | claim | better − worse | column |", "|---|---|---|---|"]
+    return "\n".join(lines + [f"| `{n}` | {claim(n, b, w)} | {b} − {w} | `{col}` |" for n, b, w, col in plan.family])

@@ -26,27 +26,30 @@ def _prompted(model:str="bert-base-uncased") -> Arm:
 
 # %% ../nbs/13a3_catalog_sncse.ipynb #994397c0
 def _sncse_size(label:str, model:str) -> tuple:
-    "The trained arms of one encoder in SNCSE's Table 2 (paper preset): SimCSE, SNCSE, SNCSE without BML."
+    "The trained arms of one encoder in SNCSE's Table 2 (paper preset): SimCSE, SNCSE, SNCSE with λ = 0."
     key = model.replace("-uncased", "")
     return (Arm(f"simcse-{key}", "simcse-unsup", {"model": model}, row=f"SimCSE-{label}", presets=PAPER),
             _sncse(f"sncse-{key}", f"SNCSE-{label}", model, presets=PAPER),
-            _sncse(f"sncse-nobml-{key}", f"SNCSE-{label} w.o. BML Loss", model, "none", PAPER))
+            _sncse(f"sncse-lam0-{key}", f"SNCSE-{label} w.o. BML Loss", model, presets=PAPER, lam=0.0))
 
 # %% ../nbs/13a3_catalog_sncse.ipynb #4fbf3649
 _SNCSE_SIZES = (("BERT large", "bert-large-uncased"), ("RoBERTa base", "roberta-base"),
                 ("RoBERTa large", "roberta-large"))
+_INFONCE = "InfoNCE without soft negatives (negations not encoded; not the BML control)"
 SNCSE_TABLE2_ARMS = (
     _prompted(),
     Arm("simcse", "simcse-unsup", row="SimCSE-BERT base", label="unsupervised SimCSE (trained here)"),
-    _sncse("sncse", "SNCSE-BERT base"), _sncse("sncse-nobml", "SNCSE-BERT base w.o. BML Loss", role="none"),
+    _sncse("sncse", "SNCSE-BERT base"), _sncse("sncse-lam0", "SNCSE-BERT base w.o. BML Loss", lam=0.0,
+                                               label="SNCSE, λ = 0 (negations encoded, BML weight zero)"),
+    _sncse("sncse-nobml", None, role="none", label=_INFONCE),
     *(a for label, model in _SNCSE_SIZES for a in _sncse_size(label, model)),
 )
 
 # %% ../nbs/13a3_catalog_sncse.ipynb #cff0cc42
 # arm suffix, claim
 _SIZE_KEYS = (("", ""), *((f"-{m.replace('-uncased', '')}", f" ({label})") for label, m in _SNCSE_SIZES))
-_BML_CLAIMS = tuple(Contrast(f"sncse{k}", f"sncse-nobml{k}", ("avg",),
-                             f"the BML loss improves STS over InfoNCE alone{t}") for k, t in _SIZE_KEYS)
+_BML_CLAIMS = tuple(Contrast(f"sncse{k}", f"sncse-lam0{k}", ("avg",),
+                             f"the BML loss improves STS over λ = 0{t}") for k, t in _SIZE_KEYS)
 _SIMCSE_CLAIMS = tuple(Contrast(f"sncse{k}", f"simcse{k}", ("avg",), f"SNCSE beats unsupervised SimCSE{t}")
                        for k, t in _SIZE_KEYS)
 
@@ -100,16 +103,17 @@ SNCSE_FIGURES = (
     Experiment("sncse-figure4", "sncse", ("figure4_similarity_peaks",), "SNCSE Figure 4: similarity distributions",
                "cosine of sentences with their negations and with random sentences, before and after training",
                (_prompted(), Arm("simcse", "simcse-unsup", row="SimCSE"),
-                _sncse("sncse-nobml", "SNCSE without BML loss", role="none"), _sncse("sncse", "SNCSE"),
+                _sncse("sncse-lam0", "SNCSE without BML loss", lam=0.0,
+                       label="SNCSE, λ = 0 (negations encoded, BML weight zero)"), _sncse("sncse", "SNCSE"),
                 *(_sncse(f"sncse-bml{lam:g}", None, presets=("cpu",), lam=lam,  # the CPU study's dose-response
                          label=f"SNCSE, λ = {lam:g} (not the paper's setting)") for lam in _BML_DOSES)),
                STS, protocol="sncse",
-               contrasts=(Contrast("sncse", "sncse-nobml", ("soft_negative_peak",),
+               contrasts=(Contrast("sncse", "sncse-lam0", ("soft_negative_peak",),
                                    "BML moves the similarity of a sentence and its negation down"),
-                          Contrast("sncse", "sncse-nobml", ("negation_in_margin",),
+                          Contrast("sncse", "sncse-lam0", ("negation_in_margin",),
                                    "with BML more sentences have their negation inside the margin the loss asks for "
                                    "(share with -β ≤ Δ ≤ -α)"),
-                          Contrast(f"sncse-bml{_BML_DOSES[-1]:g}", "sncse-nobml", ("negation_in_margin",),
+                          Contrast(f"sncse-bml{_BML_DOSES[-1]:g}", "sncse-lam0", ("negation_in_margin",),
                                    f"at λ = {_BML_DOSES[-1]:g} (not the paper's setting) BML puts more negations inside "
                                    "its margin: the mechanism, where the term is large enough to act")),
                cost={"cpu": "about 25 min"}),

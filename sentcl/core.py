@@ -17,8 +17,8 @@ from pathlib import Path
 
 # %% auto #0
 __all__ = ['SentclError', 'warn', 'exists', 'default', 'atomic_write', 'write_json', 'record_path', 'check_shape', 'read_jsonl',
-           'cache_dir', 'text_hash', 'package_versions', 'git_commit', 'hardware', 'quiet_transformers',
-           'modules_loaded_by']
+           'cache_dir', 'text_hash', 'package_versions', 'git_commit', 'hardware', 'sentcl_commit',
+           'quiet_transformers', 'modules_loaded_by']
 
 # %% ../nbs/00_core.ipynb #6dc06390
 class SentclError(Exception):
@@ -160,6 +160,12 @@ def hardware() -> dict:
     gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
     return {"device": "cuda" if gpu else "cpu", "cpu": cpu, "cores": os.cpu_count(), "gpu": gpu,
             "torch": torch.__version__, "python": platform.python_version()}
+
+# %% ../nbs/00_core.ipynb #985479de
+def sentcl_commit() -> str | None:
+    "The commit of the sentcl code running now ('-dirty' when modified): its package's checkout, not the cwd's."
+    import importlib.util
+    return git_commit(Path(importlib.util.find_spec("sentcl").origin).parent)
 
 # %% ../nbs/00_core.ipynb #0efeeb00
 @contextlib.contextmanager

@@ -25,7 +25,7 @@ from fastcore.basics import patch
 
 from .cards import write_model_card
 from .checkpoints import CHECKPOINT, PREVIOUS, load_checkpoint
-from .core import SentclError, write_json
+from .core import SentclError, sentcl_commit, write_json
 from .eval import evaluate, sts_dev
 from .experiment_plan import Run
 from .precision import resolve_precision
@@ -34,7 +34,8 @@ from .train import RunOptions, train
 
 # %% auto #0
 __all__ = ['TRANSIENT_TRIES', 'LOCK_TOKEN', 'keep_damaged', 'read_json', 'TrainingLock', 'LockLost', 'torchrun_command',
-           'train_run', 'device_type', 'evaluated_as_planned', 'evaluate_run', 'execute_run', 'select_device']
+           'train_run', 'device_type', 'evaluated_as_planned', 'evaluate_run', 'run_commits', 'execute_run',
+           'select_device']
 
 # %% ../nbs/13k_execute.ipynb #290aebb6
 def keep_damaged(path) -> Path:
@@ -327,10 +328,16 @@ def evaluate_run(run:Run, log=print) -> dict:
     model = run.model if run.method is None else str(Path(run.train_folder)/"model")
     log(f"  evaluate {run.key}: {run.tasks}")
     doc = evaluate(model, run.tasks, data_dir=data_dir, protocol=run.protocol, log=lambda m: None, **options)
-    doc["settings"]["tasks"] = run.tasks
+    doc["settings"]["tasks"], doc["commit"] = run.tasks, sentcl_commit()  # the code that scored it
     write_json(path, doc)
     if run.method is not None: _update_card(run, doc)
     return doc
+
+# %% ../nbs/13k_execute.ipynb #10d48756
+def run_commits(run:Run, eval_doc:dict) -> dict:
+    "{'training': the commit its training ran (None: untrained, or not recorded), 'evaluation': its scoring's}."
+    config = read_json(Path(run.train_folder)/"config.json", set_aside=False) if run.train_folder else None
+    return {"training": (config or {}).get("git_commit"), "evaluation": eval_doc.get("commit")}
 
 # %% ../nbs/13k_execute.ipynb #144a2063
 def execute_run(run:Run, log=print,
@@ -344,7 +351,8 @@ def execute_run(run:Run, log=print,
     return {"arm": run.arm, "seed": run.seed, "method": run.method, "model": run.model,
             "describe": run.describe(), "config": None if run.config is None else dataclasses.asdict(run.config),
             "train": summary, "eval": {"tasks": doc["tasks"], "avg": doc["avg"], "settings": doc["settings"]},
-            "folder": run.folder, "train_folder": run.train_folder, "seconds": round(time.time() - t0, 1)}
+            "folder": run.folder, "train_folder": run.train_folder, "seconds": round(time.time() - t0, 1),
+            "commit": run_commits(run, doc)}
 
 # %% ../nbs/13k_execute.ipynb #a96e9872
 def select_device(device:str|None):

@@ -35,7 +35,7 @@ def _measured(evaluation:dict, column:str, aggregation:str|None) -> float|None:
     if column in evaluation.get("extra", {}): return evaluation["extra"][column]
     if column in _TASK_MEANS:
         values = [_measured(evaluation, t, aggregation) for t in _TASK_MEANS[column]]
-        return None if None in values else round(float(np.mean(values)), 2)
+        return None if None in values else float(np.mean(values))  # unrounded: rounded where printed
     if column in _AVERAGES:
         key = _AVERAGES[column]
         return avg.get(key[aggregation or "all"] if isinstance(key, dict) else key)
@@ -83,7 +83,8 @@ RESULTS_SCHEMA = {
     "versions": "package versions (sentcl.core.package_versions)",
     "git": "sentcl's git commit, '-dirty' when modified",
     "runs": "one record per run: arm, seed, method, model, describe (the plan row), config, train (the "
-            "trainer's summary), eval (tasks, avg, settings), folder, seconds",
+            "trainer's summary), eval (tasks, avg, settings), folder, seconds, commit ({training, evaluation}: the "
+            "sentcl commits that trained and scored it, '-dirty' when modified; absent in older results)",
     "measured": "one row per (table, arm, column): table, row, arm, column, paper, mean, std, n, values",
     "contrasts": "one row per (claim, column): better, worse, column, claim, paper_diff, diffs (per seed), "
                  "mean, std, n, status",
@@ -147,10 +148,10 @@ def seed_values(records:list, arm:str, column:str, aggregation, stand_ins=None) 
 
 # %% ../nbs/13l_results.ipynb #625b416f
 def _stats(values) -> dict:
-    "Mean, std and count, to 4 decimals: cosine-scale columns (similarity peaks) move in the third."
+    "Mean, std and count, unrounded: statistics see the data, and only what is printed is rounded."
     v = [float(x) for x in values]
-    return {"mean": round(float(np.mean(v)), 4) if v else None,
-            "std": round(float(np.std(v, ddof=1)), 4) if len(v) > 1 else None, "n": len(v)}
+    return {"mean": float(np.mean(v)) if v else None, "std": float(np.std(v, ddof=1)) if len(v) > 1 else None,
+            "n": len(v)}
 
 # %% ../nbs/13l_results.ipynb #fe347fa5
 def measured_rows(exp:Experiment, records:list, stand_ins:dict|None=None) -> list[dict]:
@@ -172,9 +173,9 @@ def measured_rows(exp:Experiment, records:list, stand_ins:dict|None=None) -> lis
 # %% ../nbs/13l_results.ipynb #f55f5883
 def _paired(better:dict, worse:dict) -> list:
     "Per-seed differences; an untrained arm (its one value under seed None) pairs with every seed of the other."
-    if None in worse and len(worse) == 1: return [round(v - worse[None], 4) for v in better.values()]
-    if None in better and len(better) == 1: return [round(better[None] - v, 4) for v in worse.values()]
-    return [round(better[s] - worse[s], 4) for s in better if s in worse]
+    if None in worse and len(worse) == 1: return [v - worse[None] for v in better.values()]  # unrounded
+    if None in better and len(better) == 1: return [better[None] - v for v in worse.values()]
+    return [better[s] - worse[s] for s in better if s in worse]
 
 # %% ../nbs/13l_results.ipynb #0cc2b687
 def contrast_status(diffs:list, paper_diff:float|None,

@@ -14,8 +14,8 @@ from scipy import optimize, stats
 from .core import SentclError
 
 # %% auto #0
-__all__ = ['paper_sign', 'PairedTest', 'paired_t_test', 'minimum_detectable_effect', 'seeds_needed', 'claim_verdict',
-           'is_fragile', 'power_statement']
+__all__ = ['paper_sign', 'PairedTest', 'paired_t_test', 'minimum_detectable_effect', 'seeds_needed', 't_interval', 'sign_test',
+           'holm', 'holm_levels', 'interval_verdict', 'claim_verdict', 'is_fragile', 'power_statement', 'assess_claims']
 
 # %% ../nbs/13e_power.ipynb #5d6e1309
 def paper_sign(paper_diff:float|None) -> float:
@@ -91,6 +91,47 @@ def seeds_needed(sd:float, # standard deviation of the paired differences
         lo, hi = (lo, mid) if mde(mid) <= abs(effect) else (mid, hi)
     return hi
 
+# %% ../nbs/13e_power.ipynb #b4a21fd5
+def t_interval(diffs, # per-seed paired differences, at least 2
+               level:float=0.95, # the interval's two-sided confidence
+              ) -> tuple[float, float]:
+    "Two-sided `level` t-interval of the mean paired difference: mean ± t(1 - (1 - level)/2, n - 1) · s/√n."
+    d = _diffs("t_interval", diffs)
+    if len(d) < 2: raise SentclError(f"t_interval: needs at least 2 differences, got {len(d)}")
+    if not 0 < level < 1: raise SentclError(f"t_interval: level must lie in (0, 1), got {level}")
+    half = float(stats.t.isf((1 - level) / 2, len(d) - 1)) * float(d.std(ddof=1)) / math.sqrt(len(d))
+    return float(d.mean()) - half, float(d.mean()) + half
+
+# %% ../nbs/13e_power.ipynb #29346c60
+def sign_test(diffs, # per-seed paired differences
+              paper_diff:float|None, # the paper's difference: its sign is the direction (None: positive)
+             ) -> tuple[int, int, float]:
+    "(k, n, p): k of n differences in the paper's direction (zeros not), and the exact one-sided P(K >= k)."
+    d = _diffs("sign_test", diffs)
+    k, n = int((d * paper_sign(paper_diff) > 0).sum()), len(d)
+    return k, n, sum(math.comb(n, j) for j in range(k, n + 1)) / 2**n
+
+# %% ../nbs/13e_power.ipynb #c1533fad
+def holm(pvalues) -> list[float]:
+    "Holm-adjusted p-values, in the order given: max over the ranks up to each of min(1, (m - rank + 1) p)."
+    p = _diffs("holm", pvalues)
+    out, running = [0.0] * len(p), 0.0
+    for rank, i in enumerate(np.argsort(p, kind="stable")):
+        running = max(running, min(1.0, (len(p) - rank) * float(p[i])))
+        out[i] = running
+    return out
+
+# %% ../nbs/13e_power.ipynb #4f390de5
+def holm_levels(pvalues, alpha:float=0.05) -> list[float]:
+    "Per p-value, its interval's two-sided level: alpha/(m - r + 1) while Holm rejects, then the first kept's."
+    p = _diffs("holm_levels", pvalues)
+    if not 0 < alpha < 1: raise SentclError(f"holm_levels: alpha must lie in (0, 1), got {alpha}")
+    out, level = [0.0] * len(p), None
+    for rank, i in enumerate(np.argsort(p, kind="stable")):
+        if level is None and p[i] > alpha / (len(p) - rank): level = alpha / (len(p) - rank)  # the first kept
+        out[i] = level if level is not None else alpha / (len(p) - rank)
+    return out
+
 # %% ../nbs/13e_power.ipynb #9826791c
 def _two_digits(x:float) -> str:
     "A positive number to two significant digits, without exponent: 6.9, 0.00046, 120."
@@ -102,30 +143,38 @@ def _few_runs(agree:int, n:int) -> str:
     return f"{n} runs: " + ("agree" if agree == n else "disagree" if agree == 0 else "split")
 
 # %% ../nbs/13e_power.ipynb #57cffc1a
+def _signed(x:float) -> str:
+    "A number to two significant digits with its sign: +6.5, -0.00031, 0."
+    return ("+" if x > 0 else "-" if x < 0 else "") + _two_digits(abs(x))
+
+def interval_verdict(lo:float, hi:float, paper_diff:float|None) -> str:
+    "'supported' when [lo, hi] lies on the paper's side of zero, 'contradicted' on the other, else 'inconclusive'."
+    lo, hi = sorted((lo * paper_sign(paper_diff), hi * paper_sign(paper_diff)))
+    return "supported" if lo > 0 else "contradicted" if hi < 0 else "inconclusive"
+
+# %% ../nbs/13e_power.ipynb #ae8ee6a5
 def claim_verdict(diffs:list, # per-seed paired differences, better arm minus worse arm
                   paper_diff:float|None, # the paper's difference; its sign is the claim's direction (None: positive)
                   min_runs:int=3, # paired differences a verdict needs (1 when both arms are untrained: nothing varies)
-                  alpha:float=0.05, # level of the one-sided paired t-test that can contradict
-                  power:float=0.8, # power at which the minimum detectable effect is stated
+                  alpha:float=0.05, # the interval's two-sided level: 0.05 is a 95% interval
                  ) -> str:
-    "'supported', 'contradicted' or 'inconclusive (minimum detectable effect X)'; what fewer runs show; 'not measured'."
+    "'supported', 'contradicted' or 'inconclusive (95% interval lo to hi)' by the t-interval; fewer runs; 'not measured'."
     d = _diffs("claim_verdict", diffs)
     if min_runs < 1: raise SentclError(f"claim_verdict: min_runs must be >= 1, got {min_runs}")
     if len(d) == 0: return "not measured"
     agree = int((d * paper_sign(paper_diff) > 0).sum())
     if min_runs == 1: return "supported" if agree == len(d) else "contradicted"
-    if len(d) < min_runs: return _few_runs(agree, len(d))
-    if agree == len(d): return "supported"
-    if paired_t_test(d, paper_diff).p_against < alpha: return "contradicted"
-    mde = minimum_detectable_effect(float(d.std(ddof=1)), len(d), alpha, power)
-    return f"inconclusive (minimum detectable effect {_two_digits(mde)})"
+    if len(d) < max(min_runs, 2): return _few_runs(agree, len(d))
+    lo, hi = t_interval(d, 1 - alpha)
+    word = interval_verdict(lo, hi, paper_diff)
+    return word if word != "inconclusive" else f"inconclusive ({1 - alpha:.0%} interval {_signed(lo)} to {_signed(hi)})"
 
 # %% ../nbs/13e_power.ipynb #47cc455a
 def is_fragile(diffs) -> bool:
-    "True when the mean of the paired differences lies within two of their standard deviations of zero."
+    "True when the mean of the paired differences lies within two standard errors (s/√n) of zero."
     d = _diffs("is_fragile", diffs)
     if len(d) < 2: raise SentclError(f"is_fragile: needs at least 2 differences, got {len(d)}")
-    return bool(abs(d.mean()) <= 2 * d.std(ddof=1))
+    return bool(abs(d.mean()) <= 2 * d.std(ddof=1) / math.sqrt(len(d)))
 
 # %% ../nbs/13e_power.ipynb #837085f8
 def power_statement(diffs:list, paper_diff:float|None, min_runs:int=3, alpha:float=0.05, power:float=0.8) -> dict:
@@ -133,10 +182,29 @@ def power_statement(diffs:list, paper_diff:float|None, min_runs:int=3, alpha:flo
     d = _diffs("power_statement", diffs)
     out = dict(n=len(d), mean=float(d.mean()) if len(d) else None, sd=None, p_paper=None, mde=None,
                seeds_for_paper=None, seeds_for_measured=None, fragile=None,
-               verdict=claim_verdict(d, paper_diff, min_runs, alpha, power))
+               verdict=claim_verdict(d, paper_diff, min_runs, alpha))
     if len(d) < 2: return out
     test = paired_t_test(d, paper_diff)
     return {**out, "sd": test.sd, "p_paper": test.p_paper,
             "mde": minimum_detectable_effect(test.sd, len(d), alpha, power),
             "seeds_for_paper": seeds_needed(test.sd, paper_diff, alpha, power),
             "seeds_for_measured": seeds_needed(test.sd, test.mean, alpha, power), "fragile": is_fragile(d)}
+
+# %% ../nbs/13e_power.ipynb #d9ae6a02
+def assess_claims(claims:list, # [(diffs, paper_diff)]: each claim's per-seed differences and the paper's difference
+                  alpha:float=0.05, # the family's two-sided level: the chance of any false verdict in it
+                 ) -> list[dict]:
+    "Per claim: mean, se, p, Holm p, Holm-adjusted interval and its verdict, k of n with sign-test p, paper inside."
+    ds = [_diffs("assess_claims", d) for d, _ in claims]
+    if any(len(d) < 2 for d in ds): raise SentclError("assess_claims: every claim needs at least 2 differences, got "
+                                                      f"{[len(d) for d in ds]}; leave one-run claims out of the family")
+    tests = [paired_t_test(d) for d in ds]
+    p = [min(1.0, 2 * min(t.p_paper, t.p_against)) for t in tests]
+    out = []
+    for d, (_, paper), t, pi, ph, level in zip(ds, claims, tests, p, holm(p), holm_levels(p, alpha)):
+        lo, hi = t_interval(d, 1 - level)
+        k, n, sp = sign_test(d, paper)
+        out.append(dict(n=n, mean=t.mean, se=t.sd / math.sqrt(n), p=pi, p_holm=ph, level=1 - level, lo=lo, hi=hi,
+                        verdict=interval_verdict(lo, hi, paper), agree=k, sign_p=sp, fragile=is_fragile(d),
+                        paper_inside=None if paper is None else bool(lo <= paper <= hi)))
+    return out

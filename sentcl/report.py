@@ -24,8 +24,8 @@ __all__ = ['REPRODUCED_WITHIN', 'AGREEING', 'says_nothing', 'row_status', 'exper
 
 # %% ../nbs/13c_report.ipynb #b460fc8f
 # reading and comparing results is `sentcl.report_results`; the report re-exports it
-from .report_results import (collect_failures, collect_results, compare_results, refresh_derived, run_precision,
-                                   setting_differences, stand_ins_used)
+from .report_results import (collect_failures, collect_results, commit_note, compare_results, refresh_derived,
+                                   run_precision, setting_differences, stand_ins_used)
 _all_ = ["refresh_derived", "collect_results", "collect_failures", "stand_ins_used", "compare_results", "run_precision",
          "setting_differences"]
 
@@ -131,7 +131,7 @@ def _stand_in_note(doc:dict) -> str:
 
 # %% ../nbs/13c_report.ipynb #6558a669
 def _provenance(doc:dict) -> str:
-    "What a result was measured with: preset, model, data and size, seeds, hardware, date."
+    "What a result was measured with: preset, model, data and size, seeds, hardware, date, the trainings' commits."
     runs = [r for r in doc["runs"] if r["method"] is not None]
     models = sorted({r["model"] for r in doc["runs"]})
     data = sorted({f"{r['describe']['data']} ({r['train']['examples']:,} examples)"
@@ -141,7 +141,7 @@ def _provenance(doc:dict) -> str:
     hw = doc["hardware"]
     return (f"preset **{doc['preset']}** ({doc['kind']}); model(s) {', '.join(f'`{m}`' for m in models)}; "
             f"training data {', '.join(data) or '–'}; {', '.join(steps) or 'no training'}; seeds {seeds or '–'}; "
-            f"{hw.get('gpu') or hw.get('cpu')} ({hw.get('cores')} cores); {doc['created'][:10]}"
+            f"{hw.get('gpu') or hw.get('cpu')} ({hw.get('cores')} cores); {doc['created'][:10]}; {commit_note(doc)}"
             + ("" if doc["complete"] else "; **incomplete**") + _stand_in_note(doc))
 
 # %% ../nbs/13c_report.ipynb #e12f37e7

@@ -20,7 +20,8 @@ from .presets import get_preset
 
 # %% auto #0
 __all__ = ['CACHED_SECONDS', 'refresh_derived', 'collect_results', 'collect_failures', 'stand_ins_used', 'compare_results',
-           'run_precision', 'setting_differences', 'study_cost']
+           'run_precision', 'training_commits', 'commit_note', 'run_settings', 'setting_differences', 'family_verdicts',
+           'study_cost', 'differing_values', 'cost_sentence', 'verdict_line', 'study_summary']
 
 # %% ../nbs/13c0_report_results.ipynb #5baccb51
 def refresh_derived(doc:dict) -> dict:
@@ -127,9 +128,37 @@ def run_precision(doc:dict) -> dict:
     tr = sorted({trained(r) for r in doc["runs"] if r["method"] is not None})
     return {"training": ", ".join(tr) or None, "evaluation": ", ".join(ev) or None}
 
+# %% ../nbs/13c0_report_results.ipynb #4000a18d
+def _short(commit:str) -> str:
+    return commit if commit == "not recorded" else commit[:7] + ("-dirty" if commit.endswith("-dirty") else "")
+
+def training_commits(doc:dict) -> dict:
+    "{short commit: trained runs} of a results document; 'not recorded' for runs whose record has no commit."
+    out = {}
+    for r in doc["runs"]:
+        if r.get("method") is None: continue
+        c = _short((r.get("commit") or {}).get("training") or "not recorded")
+        out[c] = out.get(c, 0) + 1
+    return dict(sorted(out.items()))
+
+# %% ../nbs/13c0_report_results.ipynb #100d9fda
+def commit_note(doc:dict) -> str:
+    "One sentence: the commit its trainings ran, or, when they mix, each commit with its runs."
+    found = training_commits(doc)
+    if not found: return "no trained runs"
+    if list(found) == ["not recorded"]: return "training commit not recorded"
+    if len(found) == 1: return f"trained at commit {next(iter(found))}"
+    return f"**trainings from {len(found)} commits**: " + ", ".join(f"{c} ({n} runs)" for c, n in found.items())
+
+def run_settings(doc:dict) -> dict:
+    "The settings `setting_differences` compares beyond precision and hardware, each as one string."
+    norm = sorted({str(r.get("eval", {}).get("settings", {}).get("normalize", "not recorded")) for r in doc["runs"]})
+    return {"normalize": ", ".join(norm), "training commits": ", ".join(training_commits(doc)) or "–",
+            "results commit": _short(doc.get("git") or "not recorded")}
+
 # %% ../nbs/13c0_report_results.ipynb #10469540
 def setting_differences(base:dict, other:dict) -> list[str]:
-    "One line per experiment whose two results ran at another precision or on other hardware."
+    "One line per experiment and setting that differs between two results: precision, hardware, normalize, commits."
     from sentcl.precision import bf16_units
     lines = []
     for name in [n for n in base if n in other]:
@@ -138,7 +167,25 @@ def setting_differences(base:dict, other:dict) -> list[str]:
         if moved: lines.append(f"{name}: precision differs: {'; '.join(moved)}")
         ha, hb = bf16_units(base[name].get("hardware", {})), bf16_units(other[name].get("hardware", {}))
         if ha != hb: lines.append(f"{name}: hardware differs: {ha} vs {hb}")
+        sa, sb = run_settings(base[name]), run_settings(other[name])
+        lines += [f"{name}: {k} differs: {sa[k]} vs {sb[k]}" for k in sa if sa[k] != sb[k]]
     return lines
+
+# %% ../nbs/13c0_report_results.ipynb #62f32e47
+def family_verdicts(docs:dict, # {experiment: results document}, e.g. `collect_results("results/cpu")`
+                    plan, # a `sentcl.catalog.AnalysisPlan`
+                   ) -> pd.DataFrame:
+    "One row per claim column of the plan's family: diffs, mean, se, Holm-adjusted interval, verdict, k of n, p."
+    from sentcl.power import assess_claims
+    rows = []
+    for name, better, worse, column in plan.family:
+        c = next((c for c in (docs.get(name) or {}).get("contrasts", [])
+                  if (c["better"], c["worse"], c["column"]) == (better, worse, column)), None)
+        rows.append({"experiment": name, "claim": c["claim"] if c else None, "better": better, "worse": worse,
+                     "column": column, "paper_diff": c["paper_diff"] if c else None, "diffs": c["diffs"] if c else []})
+    tested = [r for r in rows if len(r["diffs"]) >= 2]
+    for r, a in zip(tested, assess_claims([(r["diffs"], r["paper_diff"]) for r in tested], plan.alpha)): r.update(a)
+    return pd.DataFrame(rows).assign(verdict=lambda t: t.get("verdict", pd.Series(dtype=object)).fillna("not measured"))
 
 # %% ../nbs/13c0_report_results.ipynb #d4104ffa
 CACHED_SECONDS = 10  # an evaluation this quick read its model's vectors from the embedding cache
@@ -181,3 +228,79 @@ def study_cost(docs:dict, # {experiment: results document}, e.g. `collect_result
     table = pd.DataFrame(out).set_index("experiment")
     table.loc["the study"] = table.sum()
     return table
+
+# %% ../nbs/13c0_report_results.ipynb #1a09ca56
+def _leaves(x, path=()):
+    "(path, number) for every numeric leaf of a nested dict, counts ('n') left out."
+    if isinstance(x, dict):
+        for k, v in x.items():
+            if k != "n": yield from _leaves(v, (*path, k))
+    elif isinstance(x, (int, float)) and not isinstance(x, bool): yield path, float(x)
+
+def differing_values(base:dict, other:dict) -> pd.DataFrame:
+    "Every recorded evaluation value that differs between two batches' runs of the same experiment, arm and seed."
+    rows, compared = [], 0
+    for name in [n for n in base if n in other]:
+        theirs = {(r["arm"], r["seed"]): r for r in other[name]["runs"]}
+        for r in base[name]["runs"]:
+            o = theirs.get((r["arm"], r["seed"]))
+            if o is None: continue
+            mine, yours = dict(_leaves(r["eval"])), dict(_leaves(o["eval"]))
+            for path in [p for p in mine if p in yours]:
+                compared += 1
+                if mine[path] != yours[path]:
+                    rows.append({"experiment": name, "arm": r["arm"], "seed": r["seed"], "value": "/".join(path),
+                                 "base": mine[path], "other": yours[path]})
+    out = pd.DataFrame(rows, columns=["experiment", "arm", "seed", "value", "base", "other"])
+    out.attrs["compared"] = compared  # how many values were held side by side
+    return out
+
+# %% ../nbs/13c0_report_results.ipynb #f42e3556
+def _sig(x, digits:int=2, sign:bool=False) -> str:
+    "`digits` significant digits, no exponent; a sign in front if asked."
+    return np.format_float_positional(float(x), precision=digits, unique=False, fractional=False, trim="-",
+                                      sign=bool(sign and x != 0))
+
+def cost_sentence(docs:dict, order=None) -> str:
+    "What a study cost, from the seconds its runs recorded (`study_cost`), in one sentence."
+    t = study_cost(docs, order).loc["the study"]
+    hours = lambda train: (t[train] + t["evaluation min (fresh run)"]) / 60
+    return (f"{int(t['trainings'])} trainings and {int(t['runs'])} evaluated runs: {hours('training min'):.1f} hours "
+            f"of two-core CPU as recorded, {hours('training min (fastest pace)'):.1f} hours with every training at its "
+            f"method's fastest pace ({t['evaluation min (fresh run)'] / 60:.1f} hours of it evaluation)")
+
+# %% ../nbs/13c0_report_results.ipynb #f839c4a7
+def verdict_line(r) -> str:
+    "One claim column's verdict by the plan, with its adjusted interval, k of n and sign-test p, in words."
+    claim = r["claim"] if isinstance(r["claim"], str) else f"{r['better']} beats {r['worse']}"  # none: NaN
+    head = f"`{r['experiment']}`, {claim} (`{r['column']}`)"
+    if r["verdict"] == "not measured": return f"{head}: *not measured*"
+    paper = ("no paper difference" if r["paper_diff"] is None or pd.isna(r["paper_diff"]) else
+             f"the paper's {r['paper_diff']:+g} {'inside' if r['paper_inside'] else 'outside'} it")
+    return (f"{head}: *{r['verdict']}*, mean {_sig(r['mean'], 3, True)}, adjusted {r['level']:.2%} interval "
+            f"{_sig(r['lo'], 2, True)} to {_sig(r['hi'], 2, True)} ({paper}); {int(r['agree'])} of {int(r['n'])} "
+            f"seeds in the paper's direction (sign test p = {_sig(r['sign_p'], 2)})")
+
+# %% ../nbs/13c0_report_results.ipynb #99eae05f
+def study_summary(docs:dict, # the study's results, `collect_results("results/cpu")`
+                  plan, # its `sentcl.catalog.AnalysisPlan`
+                  rerun:dict|None=None, # a rerun's results (`collect_results("results/rerun")`), if any
+                  order=None, # experiment names in the order the batch runs them (`study_cost`)
+                 ) -> str:
+    "The study's cost, every claim column's verdict by its plan, and the rerun's differing values, as Markdown."
+    v = family_verdicts(docs, plan)
+    tested = v[v["verdict"] != "not measured"]
+    words = ", ".join(f"{(tested['verdict'] == w).sum()} {w}" for w in ("supported", "contradicted", "inconclusive"))
+    lines = [f"**What it cost.** {cost_sentence(docs, order)}.", "",
+             f"**Verdicts by the analysis plan** ({len(tested)} of the family's {len(v)} claim columns measured; "
+             f"Holm over those {len(tested)}): {words}.", "", *[f"- {verdict_line(r)}." for _, r in v.iterrows()]]
+    if rerun:
+        d = differing_values(docs, rerun)
+        norm = lambda n: "" if run_settings(docs[n])["normalize"] == run_settings(rerun[n])["normalize"] else \
+            f"; normalize {run_settings(docs[n])['normalize']} against {run_settings(rerun[n])['normalize']}"
+        gap, parts = (d["base"] - d["other"]).abs(), [f"{n} ({len(g)} values in {len(set(zip(g['arm'], g['seed'])))} "
+                                                       f"runs{norm(n)})" for n, g in d.groupby("experiment")]
+        spread = "" if d.empty else f", by {_sig(gap.min())} to {_sig(gap.max())}: " + ", ".join(parts)
+        lines += ["", f"**Rerun.** {len(d)} of the {d.attrs['compared']} evaluation values recorded by both the "
+                      f"study and its rerun differ{spread}."]
+    return "\n".join(lines)

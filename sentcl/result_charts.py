@@ -55,7 +55,7 @@ def measured_chart(rows:pd.DataFrame, # measured rows: label (or arm), column, m
 # %% ../nbs/10a_result_charts.ipynb #d99219f2
 def status_colour(status:str) -> str:
     "Green for a supported claim, red for a contradicted one, grey for what is not a verdict either way."
-    return {"supported": "#1b7837", "contradicted": "#b2182b"}.get(status, "#7f7f7f")
+    return {"supported": "#1b7837", "contradicted": "#b2182b"}.get(status.split(",")[0], "#7f7f7f")  # "word, lo to hi"
 
 # %% ../nbs/10a_result_charts.ipynb #ee8dff02
 def contrast_chart(contrasts:pd.DataFrame, # contrast rows: better, worse, column, diffs, mean, paper_diff, status

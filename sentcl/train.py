@@ -30,7 +30,7 @@ from .batching import PreparedBatches, batch_loader, to_device
 from .checkpoints import CHECKPOINT, CHECKSUMS, config_differences, load_checkpoint, save_checkpoint, seed_everything
 from .cards import write_model_card
 from .checkpoints import PREVIOUS, rng_state, set_rng_state
-from .core import SentclError, atomic_write, default, git_commit, package_versions, read_jsonl, warn, write_json
+from .core import SentclError, atomic_write, default, package_versions, read_jsonl, sentcl_commit, warn, write_json
 from .data import DEFAULT_CORPUS, SAMPLES_LABEL, load_corpus, sample_fraction, with_data_folder
 from .gradients import autocast_context, average_gradients, broadcast_parameters, compute_gradients
 from .precision import machine_facts, resolve_precision
@@ -393,7 +393,8 @@ def begin(self:Trainer):
     if self.opts.resume: self._restore(load_checkpoint(self.out))
     elif self.rank == 0:
         shutil.rmtree(self.out/"best", ignore_errors=True); (self.out/"summary.json").unlink(missing_ok=True)  # stale
-        write_json(self.out/"config.json", {**self.record, "versions": package_versions(), "git_commit": git_commit(),
+        write_json(self.out/"config.json", {**self.record, "versions": package_versions(),
+                                            "git_commit": sentcl_commit(),  # the code's checkout, not the cwd's
                                             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
     self.log, self.done_now, self.t_start = self._open_log(), 0, time.time()
     self.bar = tqdm(total=self.total, initial=self.step, disable=not self.opts.progress or self.rank != 0, desc="train",

@@ -2,8 +2,9 @@
 
 One row per central claim, all on STS (Spearman x100, the paper's average or its stand-in): the paired difference
 of each seed (dots), their mean (bar; green when every seed goes the paper's way), the paper's difference (diamond).
-Each row's verdict is recomputed from its per-seed differences by `sentcl.power.claim_verdict` (supported,
-contradicted or inconclusive with its minimum detectable effect), not read from the status stored with the results.
+Each row's verdict is the study's analysis plan's (`sentcl.catalog.CPU_ANALYSIS_PLAN`, applied by
+`sentcl.report_results.family_verdicts`: the Holm-adjusted t-interval over the study's family of claim columns), with
+that interval, recomputed from the per-seed differences, not read from the status stored with the results.
 Run it after `sentcl experiments run --preset cpu --out results/cpu`:
 
     python tools/home_figure.py [--results results/cpu] [--out nbs/images/cpu_study]
@@ -30,7 +31,7 @@ ROWS = [
     ("pairsupcon-table5", "pairsupcon-lr2e-05", "pairsupcon-nohn-lr2e-05", "sts",
      "PairSupCon (lr 2e-5): full, hard negatives", "none"),
     ("liao-table2", "scl-allpalln-0.3", "ce", "avg", "Liao: SCL + CE", "CE"),
-    ("sncse-table2", "sncse", "sncse-nobml", "avg", "SNCSE: InfoNCE + BML", "InfoNCE"),
+    ("sncse-table2", "sncse", "sncse-lam0", "avg", "SNCSE: BML at λ = 1e-3", "λ = 0"),
     ("declutr-figure3", "both-100", "contrastive-100", "sts", "DeCLUTR: both objectives", "contrastive"),
     ("declutr-figure3", "both-100", "mlm-100", "sts", "DeCLUTR: both objectives", "MLM"),
 ]
@@ -38,20 +39,20 @@ ROWS = [
 
 def study_contrasts(results: Path) -> pd.DataFrame:
     "The rows of ROWS that the study measured, relabelled for the chart; a one-line error when none was."
-    from sentcl.catalog import get_experiment
-    from sentcl.power import claim_verdict
+    from sentcl.catalog import CPU_ANALYSIS_PLAN
+    from sentcl.power import _signed
     from sentcl.report import collect_results
+    from sentcl.report_results import family_verdicts
     docs = collect_results(results)
-    rows = []
+    family, rows = family_verdicts(docs, CPU_ANALYSIS_PLAN), []
     for exp, better, worse, column, b_label, w_label in ROWS:
         if exp not in docs: continue
         c = pd.DataFrame(docs[exp]["contrasts"])
         hit = c[(c["better"] == better) & (c["worse"] == worse) & (c["column"] == column) & (c["n"] > 0)]
-        arms = get_experiment(exp).arm
-        min_runs = 1 if arms(better).method is None and arms(worse).method is None else 3  # untrained: nothing varies
+        f = family[(family["experiment"] == exp) & (family["better"] == better) & (family["worse"] == worse)
+                   & (family["column"] == column)].iloc[0]
         for r in hit.to_dict("records"):
-            paper = None if pd.isna(r["paper_diff"]) else r["paper_diff"]
-            verdict = claim_verdict(r["diffs"], paper, min_runs).replace("minimum detectable effect", "MDE")
+            verdict = f"{f['verdict']}, {_signed(f['lo'])} to {_signed(f['hi'])}"  # the plan's, with its interval
             rows.append({**r, "better": b_label, "worse": w_label, "column": "STS", "status": verdict})
     if not rows:
         raise SystemExit(f"home_figure: no measured claim in {results}; run `sentcl experiments run --preset cpu "

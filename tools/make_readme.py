@@ -20,11 +20,25 @@ def root_relative(text: str) -> str:
     return re.sub(r"(!?\[[^\]]*\])\(([^)\s]+)\)", sub, text)
 
 
+STUDY_MARKER = "<!-- computed: study summary -->"
+
+
+def study_summary() -> str:
+    "The CPU study's cost, verdicts and rerun, computed by the library from results/ (what the findings page prints)."
+    sys.path.insert(0, str(ROOT))
+    from sentcl.catalog import CPU_ANALYSIS_PLAN
+    from sentcl.report_results import collect_results, study_summary as summary
+    from sentcl.runner import select_experiments
+    return summary(collect_results(ROOT / "results" / "cpu"), CPU_ANALYSIS_PLAN,
+                   collect_results(ROOT / "results" / "rerun"), order=select_experiments(preset="cpu"))
+
+
 def render() -> str:
     nb = nbformat.read(ROOT / "nbs" / "index.ipynb", as_version=4)
     nb.cells = [c for c in nb.cells if not c.source.lstrip().startswith("#| hide")]
     body, _ = MarkdownExporter(exclude_output=True).from_notebook_node(nb)
-    return HEADER + root_relative(body.strip()) + "\n"
+    if STUDY_MARKER not in body: sys.exit(f"nbs/index.ipynb: the marker {STUDY_MARKER} is missing; put it back")
+    return HEADER + root_relative(body.strip()).replace(STUDY_MARKER, study_summary()) + "\n"
 
 
 if __name__ == "__main__":
