@@ -42,7 +42,8 @@ __all__ = ['sentence_transformer', 'nli_dataset', 'PairSupConLoss', 'copy_heads'
 try:
     from datasets import Dataset
     from sentence_transformers import SentenceTransformer
-    from sentence_transformers.evaluation import SentenceEvaluator
+    try: from sentence_transformers.sentence_transformer.evaluation import SentenceEvaluator  # >= 6
+    except ImportError: from sentence_transformers.evaluation import SentenceEvaluator
 except ImportError as e:  # pragma: no cover
     raise SentclError(f"sentcl.st needs sentence-transformers and datasets ({e}); "
                       "run `pip install 'sentence-transformers[train]>=3.0'`") from None
@@ -71,7 +72,8 @@ def _build_heads(loss:nn.Module, build, model) -> None:
     "Give `loss` the heads a sentcl method's `build_heads` makes: the same layers, initialised the same way."
     t = _transformer(model)
     loss.encoder = SimpleNamespace(model=t, name_or_path=getattr(t.config, "_name_or_path", ""))  # what they read
-    try: build(loss, model.get_sentence_embedding_dimension())
+    dim = (getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension)()  # ST >= 6: first
+    try: build(loss, dim)
     finally: del loss.encoder
 
 # %% ../nbs/14_st.ipynb #c92149a6
