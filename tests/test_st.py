@@ -108,3 +108,32 @@ def test_bad_inputs_are_one_line():
     with pytest.raises(SentclError, match="label'] != -1"): loss(feats, torch.tensor([0, -1]))
     with pytest.raises(SentclError, match="got 1 text columns, expected 2"): loss(feats[:1], torch.tensor([0, 2]))
     with pytest.raises(SentclError, match="pooling='mask'"): st.SNCSELoss(model)
+
+
+def test_pairsupcon_gradients_equal_sentcl():
+    "Not only the value: the encoder's and the heads' gradients equal sentcl's on the same batch (dropout off)."
+    m = build_method("pairsupcon", "tiny", max_length=32).eval()
+    model = st.sentence_transformer(m.encoder, max_length=32).eval()
+    loss = st.copy_heads(m, st.PairSupConLoss(model))
+    batch = build_view("pairs", load_nli("snli", "train", SAMPLES_DIR)).make_batch(np.arange(16), None)
+    m.loss(batch)[0].backward()
+    labels = torch.where(batch["entailed"], 0, 2)
+    sum(loss([model.preprocess(batch["premise"]), model.preprocess(batch["hypothesis"])], labels).values()).backward()
+    ours = {"word": m.encoder.model.embeddings.word_embeddings.weight.grad, "head": m.contrast_head[0].weight.grad,
+            "classifier": m.classifier.weight.grad}
+    theirs = {"word": model[0].auto_model.embeddings.word_embeddings.weight.grad,
+              "head": loss.contrast_head[0].weight.grad, "classifier": loss.classifier.weight.grad}
+    for k in ours: torch.testing.assert_close(theirs[k], ours[k], atol=1e-6, rtol=1e-4)
+
+
+def test_supcon_sampled_positives_and_negatives_equal_sentcl():
+    "With n_pos/n_neg sampling the draws are seeded by (seed, labels, groups) in both, so the losses still agree."
+    m = build_method("supcon", "tiny", max_length=32, n_pos=2, n_neg=3).eval()
+    model = st.sentence_transformer(m.encoder, pooling=m.train_settings.pooling, max_length=32).eval()
+    loss = st.copy_heads(m, st.SupConLoss(model, n_pos=2, n_neg=3)).eval()
+    batch = build_view("premise_groups", load_nli("snli", "train", SAMPLES_DIR), shuffle=False).make_batch(
+        np.arange(30), None)
+    with torch.no_grad():
+        ours = float(m.loss(batch)[0])
+        theirs = loss([model.preprocess(batch["premise"]), model.preprocess(batch["hypothesis"])], batch["label"])
+    assert abs(float(sum(theirs.values())) - ours) < 1e-6
