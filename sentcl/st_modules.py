@@ -28,8 +28,13 @@ class PromptTransformer(Transformer):
         self.template = template
 
     def preprocess(self, inputs, prompt=None, **kwargs) -> dict:
+        "Token tensors of `inputs` inside the template; a `prompt` with '{sentence}' is this call's template."
+        if prompt is not None and "{sentence}" not in prompt:
+            raise ValueError(f"PromptTransformer: a prompt must be a template with '{{sentence}}' and one [MASK] "
+                             f"(it replaces {self.template!r}); got {prompt!r}")
         if not inputs: return {}
-        items = tokenize_with_template(self.tokenizer, list(inputs), self.template, self.max_seq_length)
+        template = self.template if prompt is None else prompt
+        items = tokenize_with_template(self.tokenizer, list(inputs), template, self.max_seq_length)
         return dict(self.tokenizer.pad(items, padding=True, return_tensors="pt"))
 
     def tokenize(self, texts, **kwargs) -> dict: return self.preprocess(texts, **kwargs)
