@@ -140,6 +140,8 @@ def add_train_loop_arguments(p:argparse.ArgumentParser):
                    help="override a field of the method config")
     p.add_argument("--show-config", action="store_true", help="print the resolved config and run options, and exit")
     p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--report-to", default="none", choices=("none", "tensorboard", "trackio"),
+                   help="training curves, offline: tensorboard (event files in OUT/tensorboard) or trackio")
 
 # %% ../nbs/11_cli.ipynb #b7e6a801
 def add_train_arguments(p:argparse.ArgumentParser):
@@ -158,7 +160,7 @@ def train_request(args:argparse.Namespace) -> tuple:
     options = RunOptions(out=args.out, preset=args.preset, train_data=args.train_data, data_dir=args.data_dir,
                          max_steps=args.max_steps, stop_after=args.stop_after, mini_batch_size=args.mini_batch_size,
                          precision=args.precision, save_every=args.save_every, resume=args.resume,
-                         progress=not args.no_progress)
+                         progress=not args.no_progress, report_to=args.report_to)
     return args.method, overrides, options
 
 # %% ../nbs/11_cli.ipynb #d3f03925

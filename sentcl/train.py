@@ -27,6 +27,7 @@ from fastcore.basics import patch
 from tqdm.auto import tqdm
 
 from .checkpoints import CHECKPOINT, config_differences, load_checkpoint, save_checkpoint, seed_everything
+from .curves import check_report_to, open_curves
 from .cards import write_model_card
 from .checkpoints import PREVIOUS, rng_state, set_rng_state
 from .core import SentclError, atomic_write, default, git_commit, package_versions, write_json
@@ -59,9 +60,10 @@ class RunOptions:
     save_every:int|None = None # checkpoint every N steps
     resume:bool = False # continue from the run folder's checkpoint
     progress:bool = True # show a progress bar
+    report_to:str = "none" # training curves: none, tensorboard (RUN/tensorboard) or trackio, see sentcl.curves
 
 # %% ../nbs/08_train.ipynb #e39104c2
-RESUME_MAY_CHANGE = ("run.out", "run.stop_after", "run.save_every", "run.resume", "run.progress")
+RESUME_MAY_CHANGE = ("run.out", "run.stop_after", "run.save_every", "run.resume", "run.progress", "run.report_to")
 
 def run_record(method:str, config:MethodConfig, options:RunOptions) -> dict:
     "A run as data: {'run': {'method': name, **options}, 'method': {**config}} (what `--show-config` prints)."
@@ -178,11 +180,12 @@ def _open_log(self:Trainer):
         kept = [l for l in path.read_text().splitlines() if l.strip() and json.loads(l).get("step", 0) <= self.step]
         with atomic_write(path) as f: f.write("".join(l + "\n" for l in kept))
     elif path.exists(): path.unlink()
+    if self.rank == 0: self.curves = open_curves(self.opts.report_to, self.out, self.step if self.opts.resume else 0)
     return open(path, "a", encoding="utf-8")
 
 @patch
 def _log(self:Trainer, record:dict):
-    if self.rank == 0: self.log.write(json.dumps(record) + "\n"); self.log.flush()
+    if self.rank == 0: self.log.write(json.dumps(record) + "\n"); self.log.flush(); self.curves.write(record)
 
 @patch
 def _checkpoint(self:Trainer):
@@ -357,7 +360,9 @@ def fit(self:Trainer) -> dict:
         if self.eval_pending and self.step < self.total: self._evaluate()  # the one a failure interrupted
         while self.step < self.total and self.run_epoch(): pass
         if self._last_evaluation_due(): self._export_final(); self._evaluate()
-    finally: self.bar.close(); self.log.close()
+    finally:
+        self.bar.close(); self.log.close()
+        if self.rank == 0: self.curves.close()
     return self.finish()
 
 # %% ../nbs/08_train.ipynb #ef0bae87
@@ -400,7 +405,7 @@ def train(method:str, # a key of `sentcl.methods.METHODS`
                               "make_dev_eval= (e.g. sentcl.eval.sts_dev)")
         dev_eval = make_dev_eval(options.data_dir, config.eval_protocol)
     if config.eval_every: getattr(dev_eval, "check", lambda: None)()  # the cheap checks first: nothing is loaded yet
-    check_run_folder(options.out, options.resume)
+    check_run_folder(options.out, options.resume); check_report_to(options.report_to)
     device = setup_distributed()
     seed_everything(config.seed)
     data = load_training_data(get_method(method).view, options, config.corpus)
