@@ -27,7 +27,7 @@ from fastcore.basics import patch
 from tqdm.auto import tqdm
 
 from .checkpoints import CHECKPOINT, config_differences, load_checkpoint, save_checkpoint, seed_everything
-from .curves import check_report_to, open_curves
+from .curves import NoCurves, check_report_to, open_curves
 from .cards import write_model_card
 from .checkpoints import PREVIOUS, rng_state, set_rng_state
 from .core import SentclError, atomic_write, default, git_commit, package_versions, write_json
@@ -118,6 +118,7 @@ class Trainer:
         self.step, self.epoch, self.position, self.best = 0, 0, 0, None
         self.eval_pending, self.exported = False, False # a dev evaluation failed / model/ holds the final weights
         self.t_start, self.seconds_before = None, 0.0 # this attempt's start; earlier attempts' training time
+        self.curves = NoCurves() # training curves: `begin` opens the writer `options.report_to` names (rank 0)
         broadcast_parameters(method)
 
 # %% ../nbs/08_train.ipynb #4df7bb2b
@@ -360,9 +361,7 @@ def fit(self:Trainer) -> dict:
         if self.eval_pending and self.step < self.total: self._evaluate()  # the one a failure interrupted
         while self.step < self.total and self.run_epoch(): pass
         if self._last_evaluation_due(): self._export_final(); self._evaluate()
-    finally:
-        self.bar.close(); self.log.close()
-        if self.rank == 0: self.curves.close()
+    finally: self.bar.close(); self.log.close(); self.curves.close()
     return self.finish()
 
 # %% ../nbs/08_train.ipynb #ef0bae87
