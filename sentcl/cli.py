@@ -20,14 +20,14 @@ from .encoders import POOLINGS, SentenceEncoder
 from .precision import PRECISIONS
 
 # %% auto #0
-__all__ = ['CONFIG_FLAGS', 'DEMO_TASKS', 'EXPERIMENT_PRESET_NAMES', 'EXPERIMENT_PARAMETERS', 'OneLineParser', 'at_least',
-           'check_output_file', 'add_encode_arguments', 'read_sentences', 'run_encode', 'parse_sets',
+__all__ = ['CONFIG_FLAGS', 'DOCTOR_PAPERS', 'DEMO_TASKS', 'EXPERIMENT_PRESET_NAMES', 'EXPERIMENT_PARAMETERS', 'OneLineParser',
+           'at_least', 'check_output_file', 'add_encode_arguments', 'read_sentences', 'run_encode', 'parse_sets',
            'add_train_setup_arguments', 'add_train_loop_arguments', 'add_train_arguments', 'train_request', 'run_train',
            'add_eval_input_arguments', 'add_eval_vector_arguments', 'add_eval_scoring_arguments', 'add_eval_arguments',
-           'run_eval', 'add_demo_arguments', 'loss_curve', 'before_after_table', 'run_demo', 'parse_parameters',
-           'add_experiment_selection', 'add_batch_arguments', 'add_execution_arguments', 'add_experiments_arguments',
-           'wide_tables', 'compare_batches', 'print_dry_run', 'batch_outcome', 'run_experiment_batch',
-           'run_experiments', 'build_parser', 'main']
+           'run_eval', 'add_doctor_arguments', 'run_doctor', 'add_demo_arguments', 'loss_curve', 'before_after_table',
+           'run_demo', 'parse_parameters', 'add_experiment_selection', 'add_batch_arguments', 'add_execution_arguments',
+           'add_experiments_arguments', 'wide_tables', 'compare_batches', 'print_dry_run', 'batch_outcome',
+           'run_experiment_batch', 'run_experiments', 'build_parser', 'main']
 
 # %% ../nbs/11_cli.ipynb #5beefe6b
 class OneLineParser(argparse.ArgumentParser):
@@ -250,6 +250,38 @@ def run_eval(args:argparse.Namespace, # parsed `sentcl eval` options
     print(format_table(res))
     return 0
 
+# %% ../nbs/11_cli.ipynb #33729a28
+# sentcl.doctor.PAPERS, not imported when the CLI starts (09e_doctor tests that they agree)
+DOCTOR_PAPERS = ("simcse-unsup", "simcse-sup", "pairsupcon", "liao", "declutr", "sncse")
+
+def add_doctor_arguments(p:argparse.ArgumentParser):
+    "Add the `sentcl doctor` options to `p`."
+    p.add_argument("model", help="'default', 'tiny', a model folder or a hub id")
+    p.add_argument("--paper", default=None, choices=DOCTOR_PAPERS,
+                   help="vary from this paper's protocol (default: the model's own pooling, all, no truncation)")
+    p.add_argument("--tasks", default="sts", help="STS tasks (comma list or 'sts')")
+    p.add_argument("--data-dir", default=None,
+                   help="a data folder in the sentcl layout (default: $SENTCL_DATA, else the hub)")
+    p.add_argument("--batch-size", type=at_least(1), default=64)
+    p.add_argument("--no-cache", action="store_true", help="do not read or write the embedding cache")
+    p.add_argument("--no-sncse", action="store_true", help="leave out SNCSE's prompt protocol (one encoding less)")
+    p.add_argument("--out", default=None, help="also write the report as JSON here")
+
+# %% ../nbs/11_cli.ipynb #c04588ae
+def run_doctor(args) -> int:
+    "Run `sentcl doctor`: the table of protocol choices for one model; the report as JSON with --out."
+    from sentcl.data import STS_TASKS
+    from sentcl.eval import resolve_tasks
+    tasks = resolve_tasks(args.tasks)
+    if set(tasks) - set(STS_TASKS): raise SentclError(f"--tasks {args.tasks}: the doctor scores STS tasks only "
+                                                      f"({', '.join(STS_TASKS)})")
+    if args.out: check_output_file(args.out)
+    from sentcl.doctor import doctor, doctor_header, format_doctor
+    report = doctor(args.model, args.paper, tasks, args.data_dir, not args.no_cache, args.batch_size, not args.no_sncse)
+    if args.out: write_json(args.out, report)
+    print(doctor_header(report)); print(format_doctor(report))
+    return 0
+
 # %% ../nbs/11_cli.ipynb #07ba16f5
 def add_demo_arguments(p:argparse.ArgumentParser):
     "Add the `sentcl demo` options to `p`."
@@ -462,6 +494,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_train_arguments(p); p.set_defaults(run=run_train)
     p = sub.add_parser("eval", help="evaluate a model on STS, clustering, transfer and few-shot tasks")
     add_eval_arguments(p); p.set_defaults(run=run_eval)
+    p = sub.add_parser("doctor", help="how much each evaluation choice the papers disagree on moves a model's STS")
+    add_doctor_arguments(p); p.set_defaults(run=run_doctor)
     p = sub.add_parser("demo", help="the main job: a short PairSupCon run from 'default', evaluated before and after")
     add_demo_arguments(p); p.set_defaults(run=run_demo)
     p = sub.add_parser("experiments", help="paper tables and figures as papermill notebooks: list, run, report")
