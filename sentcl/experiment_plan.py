@@ -93,7 +93,8 @@ def arm_overrides(arm:Arm, preset:Preset, model:str|None, batch_size:int|None) -
     return over
 
 # %% ../nbs/13j_plan.ipynb #602d0892
-_NOT_WEIGHTS = ("out", "resume", "progress", "save_every", "stop_after", "report_to")  # run options that leave the weights alone
+# run options that leave the weights alone
+_NOT_WEIGHTS = ("out", "resume", "progress", "save_every", "stop_after", "report_to")
 
 def training_key(method:str, config:MethodConfig, options:RunOptions) -> str:
     "A short hash of everything that decides a training run's weights."

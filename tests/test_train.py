@@ -180,7 +180,8 @@ def test_show_config_lists_the_paper_preset():
 
 
 def test_report_to_tensorboard_writes_curves_read_back_from_the_event_files(tmp_path):
-    "Issue 38 item 2: every loss term, the learning rate, throughput and dev scores, across a resume, as TensorBoard reads them."
+    "Issue 38 item 2: each loss term, the learning rate, throughput and dev scores, across a resume, read back from the
+    event files as TensorBoard reads them."
     from sentcl.curves import read_scalars
     out = tmp_path / "run"
     base = ["train", "pairsupcon", "--model", "tiny", "--preset", "cpu-smoke", "--batch-size", "4", "--max-steps", "4",
@@ -198,6 +199,7 @@ def test_report_to_tensorboard_writes_curves_read_back_from_the_event_files(tmp_
         assert [s for s, _ in curve] == [1, 2, 3, 4], key
         assert [v for _, v in curve] == pytest.approx([row[key] for row in train_rows], rel=1e-6), key
     dev = read_scalars(out / "tensorboard", "dev/score")
-    assert dev == [(row["step"], pytest.approx(row["dev"], rel=1e-6)) for row in dev_rows] and [s for s, _ in dev] == [2, 4]
+    assert dev == [(row["step"], pytest.approx(row["dev"], rel=1e-6)) for row in dev_rows]
+    assert [s for s, _ in dev] == [2, 4]
     r = sentcl(*base[:-1], "wandb")
     assert r.returncode == 2 and "invalid choice: 'wandb'" in r.stderr and len(r.stderr.strip().splitlines()) == 1
