@@ -11,7 +11,7 @@ export TOKENIZERS_PARALLELISM ?= false
 PYTEST := $(BIN)/python -m pytest -q -o tmp_path_retention_policy=failed tests
 TEST_DISK_GB ?= 4
 
-.PHONY: demo test nbtest pytest export clean-nbs venv install dev readme bench bench-eval bench-train docs browser
+.PHONY: demo lab test nbtest pytest export clean-nbs venv install dev readme bench bench-eval bench-train docs browser
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,11 @@ dev: $(VENV)/.installed-dev
 
 demo: $(VENV)/.installed
 	$(BIN)/sentcl demo
+
+# JupyterLab from the project's environment, on nbs/: its python3 kernel is .venv's, which imports this checkout's
+# sentcl; experiment notebooks run top to bottom with their default parameters (cpu-smoke, bundled samples).
+lab: $(VENV)/.installed-dev
+	$(BIN)/jupyter lab --notebook-dir=nbs $(LAB_ARGS)
 
 # The suite's temporary files go to a folder of its own, removed at the end whatever happened, so
 # that nothing a test leaves behind piles up run after run; tests that pass drop theirs at once.

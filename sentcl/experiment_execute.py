@@ -230,7 +230,7 @@ def __exit__(self:TrainingLock, *exc):
 _OPTION_FLAGS = {"preset": "--preset", "train_data": "--train-data", "data_dir": "--data-dir",
                  "max_steps": "--max-steps",
                  "stop_after": "--stop-after", "mini_batch_size": "--mini-batch-size", "precision": "--precision",
-                 "save_every": "--save-every"}
+                 "save_every": "--save-every", "report_to": "--report-to"}
 
 def torchrun_command(method:str, overrides:dict, options:RunOptions, processes:int) -> list[str]:
     "`sentcl train` of one run over `processes` DDP processes (`torchrun --standalone`)."

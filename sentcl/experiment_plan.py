@@ -96,7 +96,8 @@ def arm_overrides(arm:Arm, preset:Preset, model:str|None, batch_size:int|None) -
     return over
 
 # %% ../nbs/13j_plan.ipynb #602d0892
-_NOT_WEIGHTS = ("out", "resume", "progress", "save_every", "stop_after")  # run options that leave the weights alone
+# run options that leave the weights alone
+_NOT_WEIGHTS = ("out", "resume", "progress", "save_every", "stop_after", "report_to")
 
 def training_key(method:str, config:MethodConfig, options:RunOptions) -> str:
     "A short hash of everything that decides a training run's weights."
@@ -121,13 +122,14 @@ def _reference_run(exp:Experiment, arm:Arm, preset:Preset, folder:Path, model, d
 
 # %% ../nbs/13j_plan.ipynb #5f6f31a5
 def _train_run(exp:Experiment, arm:Arm, preset:Preset, seed, folder:Path, store:Path, model, data_dir,
-               steps, batch_size, precision) -> Run:
+               steps, batch_size, precision, report_to:str="none") -> Run:
     "The `Run` of one trained arm and seed, its config and options resolved as `sentcl.train.train` will."
     over = arm_overrides(arm, preset, model, batch_size)
     if seed is not None: over["seed"] = seed
     corpus = preset.corpora.get(VIEWS[get_method(arm.method).view].corpus)
     options = RunOptions(out="", preset=preset.name, train_data=corpus, data_dir=data_dir,
-                         max_steps=steps, precision=precision, save_every=preset.save_every, progress=False)
+                         max_steps=steps, precision=precision, save_every=preset.save_every, progress=False,
+                         report_to=report_to)
     config, options = resolve(arm.method, over, options)
     train_folder = store/f"{arm.method}-{training_key(arm.method, config, options)}"
     return Run(exp.name, arm.name, config.seed, arm.method, config.model, over, config,
@@ -163,6 +165,7 @@ def plan_runs(exp:Experiment, # the experiment
               steps:int|None=None, batch_size:int|None=None, seeds=None, precision:str|None=None, # None: the preset's
               arms=None, # arm names to run (None: the preset's study arms of `exp`, else every arm of the preset)
               rehearse:bool=False, # the paper preset's runs at their shapes, a couple of steps (`sentcl.rehearsal`)
+              report_to:str="none", # training curves of every training (`sentcl.curves`); not part of the weights
              ) -> list[Run]:
     "Every run of `exp` under `preset`, resolved; nothing is trained or loaded."
     p = get_preset(preset)
@@ -183,7 +186,8 @@ def plan_runs(exp:Experiment, # the experiment
             runs.append(_reference_run(exp, arm, p, out/"runs"/arm.name, model, data_dir)); continue
         for seed in (tuple(seeds) if seeds is not None else p.seeds_for(exp.name) or (None,)):
             folder = out/"runs"/arm.name/("seed" if seed is None else f"seed{seed}")
-            runs.append(_train_run(exp, arm, p, seed, folder, store, model, data_dir, steps, batch_size, precision))
+            runs.append(_train_run(exp, arm, p, seed, folder, store, model, data_dir, steps, batch_size, precision,
+                                   report_to))
     if rehearse and preset != "paper":
         raise SentclError(f"rehearse=True rehearses the paper preset, not {preset!r}: use --preset paper --rehearse")
     if not rehearse: return runs

@@ -31,6 +31,8 @@ class ExperimentParameters:
     seeds:list[int]|None = _param(None, "e.g. [0, 1, 2]; None: the preset's", plans=True)
     precision:str|None = _param(None, "fp32, bf16, fp16 or auto; None: the preset's", plans=True)
     arms:list[str]|None = _param(None, "arm names to run; None: the preset's (under cpu, the study's)", plans=True)
+    report_to:str = _param("none", "training curves: none, tensorboard (RUN/tensorboard) or trackio; see sentcl.curves",
+                           plans=True)
     rehearse:bool = _param(False, "paper only: every run at the paper's shapes for a step or two, offline (sentcl.rehearsal)",
                            plans=True)
     device:str|None = _param(None, "cpu, cuda, cuda:N; None: automatic")

@@ -28,6 +28,7 @@ from tqdm.auto import tqdm
 
 from .batching import PreparedBatches, batch_loader, to_device
 from .checkpoints import CHECKPOINT, CHECKSUMS, config_differences, load_checkpoint, save_checkpoint, seed_everything
+from .curves import NoCurves, check_report_to, open_curves
 from .cards import write_model_card
 from .checkpoints import PREVIOUS, rng_state, set_rng_state
 from .core import SentclError, atomic_write, default, package_versions, read_jsonl, sentcl_commit, warn, write_json
@@ -65,10 +66,11 @@ class RunOptions:
     loader_workers:int|None = field(default=None, metadata={"range": NON_NEGATIVE})
     log_every:int = 10 # read the loss terms from the device (and check them) every N steps, not every step
     compile:bool = False # torch.compile the encoder (measured on a GPU; never turned on by sentcl itself)
+    report_to:str = "none" # training curves: none, tensorboard (RUN/tensorboard) or trackio, see sentcl.curves
 
 # %% ../nbs/08_train.ipynb #e39104c2
 RESUME_MAY_CHANGE = ("run.out", "run.stop_after", "run.save_every", "run.resume", "run.progress", "run.loader_workers",
-                     "run.log_every", "run.compile")
+                     "run.log_every", "run.compile", "run.report_to")
 
 def run_record(method:str, config:MethodConfig, options:RunOptions) -> dict:
     "A run as data: {'run': {'method': name, **options}, 'method': {**config}} (what `--show-config` prints)."
@@ -126,6 +128,7 @@ class Trainer:
         self.workers = default(options.loader_workers, default_loader_workers(self.device))
         self.unread, self.t_read = [], None # steps whose loss terms are still on the device; when they were last read
         if options.compile: compile_encoder(method)
+        self.curves = NoCurves() # training curves: `begin` opens the writer `options.report_to` names (rank 0)
         broadcast_parameters(method)
 
 # %% ../nbs/08_train.ipynb #8f33a86b
@@ -211,11 +214,12 @@ def _open_log(self:Trainer):
                 if (s := r.get("step", 0)) <= self.step and not (redo and s == self.step and "dev" in r)]
         with atomic_write(path) as f: f.write("".join(json.dumps(r) + "\n" for r in kept))
     elif path.exists(): path.unlink()
+    if self.rank == 0: self.curves = open_curves(self.opts.report_to, self.out, self.step if self.opts.resume else 0)
     return open(path, "a", encoding="utf-8")
 
 @patch
 def _log(self:Trainer, record:dict):
-    if self.rank == 0: self.log.write(json.dumps(record) + "\n"); self.log.flush()
+    if self.rank == 0: self.log.write(json.dumps(record) + "\n"); self.log.flush(); self.curves.write(record)
 
 @patch
 def _checkpoint(self:Trainer):
@@ -483,7 +487,7 @@ def fit(self:Trainer) -> dict:
         if self.eval_pending and self.step < self.total: self._evaluate()  # the one a failure interrupted
         while self.step < self.total and self.run_epoch(): pass
         if self._last_evaluation_due(): self._export_final(); self._evaluate()
-    finally: self.bar.close(); self.log.close()
+    finally: self.bar.close(); self.log.close(); self.curves.close()
     return self.finish()
 
 # %% ../nbs/08_train.ipynb #ef0bae87
@@ -532,7 +536,7 @@ def train(method:str, # a key of `sentcl.methods.METHODS`
                               "make_dev_eval= (e.g. sentcl.eval.sts_dev)")
         dev_eval = make_dev_eval(options.data_dir, config.eval_protocol)
     if config.eval_every: getattr(dev_eval, "check", lambda: None)()  # the cheap checks first: nothing is loaded yet
-    check_run_folder(options.out, options.resume, force)
+    check_run_folder(options.out, options.resume, force); check_report_to(options.report_to)
     device = setup_distributed()
     seed_everything(config.seed)
     data = load_training_data(get_method(method).view, options, config.corpus)

@@ -177,3 +177,29 @@ def test_show_config_lists_the_paper_preset():
     pair = show("pairsupcon", "--train-data", "snli+multi_nli")
     assert (pair["method"]["corpus"], pair["run"]["train_data"]) == ("simcse", "snli+multi_nli")
     assert show("declutr", "--set", "objective=mlm")["method"]["corpus"] == "openwebtext"
+
+
+def test_report_to_tensorboard_writes_curves_read_back_from_the_event_files(tmp_path):
+    "Issue 38 item 2: each loss term, the learning rate, throughput and dev scores, across a resume, read back from the
+    event files as TensorBoard reads them."
+    from sentcl.curves import read_scalars
+    out = tmp_path / "run"
+    base = ["train", "pairsupcon", "--model", "tiny", "--preset", "cpu-smoke", "--batch-size", "4", "--max-steps", "4",
+            "--eval-every", "2", "--out", str(out), "--no-progress", "--report-to", "tensorboard"]
+    r = sentcl(*base, "--stop-after", "3")
+    assert r.returncode == 0, r.stderr[-2000:]
+    r = sentcl(*base, "--resume")  # resumes from step 3's checkpoint
+    assert r.returncode == 0, r.stderr[-2000:]
+    log = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    train_rows, dev_rows = [row for row in log if "loss" in row], [row for row in log if "dev" in row]
+    terms = [k for k in train_rows[0] if k not in ("step", "epoch")]
+    assert {"loss", "lr", "sentences_per_s"} < set(terms) and len(terms) > 3  # pairsupcon's own terms too
+    for key in terms:
+        curve = read_scalars(out / "tensorboard", f"train/{key}")
+        assert [s for s, _ in curve] == [1, 2, 3, 4], key
+        assert [v for _, v in curve] == pytest.approx([row[key] for row in train_rows], rel=1e-6), key
+    dev = read_scalars(out / "tensorboard", "dev/score")
+    assert dev == [(row["step"], pytest.approx(row["dev"], rel=1e-6)) for row in dev_rows]
+    assert [s for s, _ in dev] == [2, 4]
+    r = sentcl(*base[:-1], "wandb")
+    assert r.returncode == 2 and "invalid choice: 'wandb'" in r.stderr and len(r.stderr.strip().splitlines()) == 1
