@@ -4,23 +4,23 @@
 
 # %% auto #0
 __all__ = ['log', 'SAMPLES_DIR', 'SAMPLES_LABEL', 'data_folders', 'with_data_folder', 'data_root', 'SPLIT_ALIASES', 'find_table',
-           'data_not_found', 'open_text', 'numbered_lines', 'read_tsv', 'concat_frames', 'UNVERIFIED', 'HubSource',
-           'HUB', 'hub_id', 'HUB_BUILDERS', 'hub_file', 'hub_builder', 'hub_load', 'hub_frame', 'SENTEVAL_TAR',
-           'SENTEVAL_SICK', 'senteval_member', 'senteval_tar', 'senteval_sick', 'hub_texts', 'STS_TASKS',
-           'CLUSTERING_SETS', 'TRANSFER_SETS', 'MORE_TRANSFER_SETS', 'PAIR_TRANSFER_SETS', 'PROBING_TASKS', 'load_sts',
-           'load_clustering', 'load_transfer', 'SENTEVAL_PROBING_URL', 'load_probing', 'LABELS', 'normalize_label',
-           'load_nli', 'nli_triplets', 'TRIPLET_COLUMNS', 'is_triplets', 'triplet_pairs', 'load_nli_triplets',
-           'read_lines', 'load_sentences', 'split_wikitext_articles', 'DECLUTR_MIN_TOKENS', 'TextList',
-           'sanitize_document', 'declutr_documents', 'load_openwebtext', 'read_document', 'load_documents',
+           'table_root', 'data_not_found', 'open_text', 'numbered_lines', 'read_tsv', 'concat_frames', 'UNVERIFIED',
+           'HubSource', 'HUB', 'hub_id', 'HUB_BUILDERS', 'hub_file', 'hub_builder', 'hub_load', 'hub_frame',
+           'SENTEVAL_TAR', 'SENTEVAL_SICK', 'senteval_member', 'senteval_tar', 'senteval_sick', 'hub_texts',
+           'STS_TASKS', 'CLUSTERING_SETS', 'TRANSFER_SETS', 'MORE_TRANSFER_SETS', 'PAIR_TRANSFER_SETS', 'PROBING_TASKS',
+           'load_sts', 'load_clustering', 'load_transfer', 'SENTEVAL_PROBING_URL', 'load_probing', 'LABELS',
+           'normalize_label', 'load_nli', 'nli_triplets', 'TRIPLET_COLUMNS', 'is_triplets', 'triplet_pairs',
+           'load_nli_triplets', 'read_lines', 'load_sentences', 'split_wikitext_articles', 'DECLUTR_MIN_TOKENS',
+           'TextList', 'sanitize_document', 'declutr_documents', 'load_openwebtext', 'read_document', 'load_documents',
            'DEFAULT_CORPUS', 'CORPUS_KINDS', 'CORPUS_ALIASES', 'corpus_terms', 'load_corpus', 'sample_fraction']
 
 # %% ../nbs/02_data.ipynb #7ddfa1c5
 from .core import SentclError  # callers catch it as sentcl.data.SentclError
 from .data_layout import (log, SAMPLES_DIR, SAMPLES_LABEL, data_folders, with_data_folder, data_root,
-                                SPLIT_ALIASES, find_table, data_not_found, open_text, numbered_lines, read_tsv,
-                                concat_frames)
+                                SPLIT_ALIASES, find_table, table_root, data_not_found, open_text, numbered_lines,
+                                read_tsv, concat_frames)
 _all_ = ["log", "SAMPLES_DIR", "SAMPLES_LABEL", "data_folders", "with_data_folder", "data_root", "SPLIT_ALIASES",
-         "find_table", "data_not_found", "open_text", "numbered_lines", "read_tsv", "concat_frames"]
+         "find_table", "table_root", "data_not_found", "open_text", "numbered_lines", "read_tsv", "concat_frames"]
 
 # %% ../nbs/02_data.ipynb #c7d36f35
 from .data_hub import (UNVERIFIED, HubSource, HUB, hub_id, HUB_BUILDERS, hub_file, hub_builder, hub_load,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from fastcore.basics import patch
 
-from .core import SentclError
+from .core import SentclError, check_shape
 from .parameters import plan_arguments
 from .launcher_slurm import (LAUNCHERS, SUBMITIT_FOLDER, ClusterOptions, cluster_file_line, cluster_options,
                                    make_executor, submitit_folder)
@@ -69,7 +69,9 @@ def job_outcome(out, job_id:str, since:float=0.0, detail:str="") -> dict:
     from sentcl.experiment_execute import read_json
     paths, res = job_paths(out, job_id), outcome_path(out, job_id)
     rec = read_json(res) if res.is_file() and res.stat().st_mtime >= since - 1 else None  # not an earlier job's
-    if isinstance(rec, dict) and rec.get("status"): return rec
+    if isinstance(rec, dict) and rec.get("status"):  # what run_one returned, checked before batch.json takes it
+        check_shape(rec, {"status": str, "seconds": (int, float, type(None)), "error": (str, type(None))}, str(res))
+        return {k: rec[k] for k in ("status", "seconds", "error") if k in rec}
     if paths.result_pickle.is_file() and paths.result_pickle.stat().st_mtime >= since - 1:  # it ended by raising
         tail = log_tail(paths.stderr)
         return {"status": "failed", "error": f"job {job_id}: {(tail or ['the job raised'])[-1].strip()[:300]}",
