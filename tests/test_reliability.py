@@ -369,7 +369,8 @@ def select_run(out, dev, resume=False):
 
 def test_a_kill_before_the_summary_keeps_the_selected_model(tmp_path, monkeypatch):
     """The run selects step 4's model (dev 3.0 of 1.0, 3.0, 2.0); killed as its finish writes summary.json, then
-    resumed: model/ holds step 4's weights, as an uninterrupted run's, not step 5's."""
+    resumed: model/ holds step 4's weights, as an uninterrupted run's, not step 5's; a finished run resumed again
+    keeps them too."""
     import sentcl.train
     dev = scripted_dev([1.0, 3.0, 2.0])
     straight = select_run(tmp_path / "straight", dev)
@@ -388,6 +389,8 @@ def test_a_kill_before_the_summary_keeps_the_selected_model(tmp_path, monkeypatc
     assert resumed["best_dev"] == 3.0 and resumed["step"] == 5
     assert same_weights(tmp_path / "straight" / "model", tmp_path / "killed" / "model")
     assert not (tmp_path / "killed" / "best").exists()
+    again = select_run(tmp_path / "straight", dev, resume=True)  # --resume once more after the end: nothing changes
+    assert again == straight and same_weights(tmp_path / "straight" / "model", tmp_path / "killed" / "model")
 
 
 def test_a_log_cut_off_by_a_crash_never_blocks_a_resume(tmp_path, capsys):
