@@ -23,14 +23,22 @@ the step waits for and the log reads every `log_every` steps count; nothing else
 median time the main process waited between two steps (for its batch, on the CPU clock), the peak of
 `torch.cuda.max_memory_allocated` from the training's own baseline, and the losses.
 
-Trainings run in priority order (the bf16 targets first, then fp32, the paper preset's default) while the time used
-stays under `--budget` seconds (default 390: with model building, the whole run takes about seven minutes on an
-H100, so a fifteen-minute GPU loan runs it and reruns it once); the rest are recorded as skipped. `gpu_check.json`
-is rewritten (atomically) after every training, so a run cut short keeps what it measured.
+Trainings run in priority order (the bf16 eager and one-forward steps first, then fp32, the paper preset's default,
+then the compiled ones) while the time used stays under `--budget` seconds (default 360: with imports and the last
+training, whose compilation may take a minute or two, the whole run takes about seven minutes on an H100, so a
+fifteen-minute GPU loan runs it and reruns it once); the rest are recorded as skipped. `gpu_check.json` is rewritten
+(atomically) after every training, so a run cut short keeps what it measured.
 
     python tools/gpu_check.py --data-dir DATA --out results/gpu [--tokenizer DIR] [--precisions bf16,fp32]
-                              [--steps 10] [--warmup 3] [--budget 390] [--only pairsupcon-table4,...] [--workers N]
+                              [--steps 10] [--warmup 3] [--budget 360] [--only pairsupcon-table4,...] [--workers N]
     python tools/gpu_check.py --cpu-smoke --data-dir DATA --out OUT   # the script itself, on a CPU, in a few minutes
+    python tools/gpu_check.py --stage runs/gpu-stage --data-dir DATA   # what a bare GPU machine needs, in one folder
+
+A GPU loan, step by step: `--stage runs/gpu-stage` (here) copies into that folder what the bare GPU machine lacks: the
+data it trains on (nli/snli, wiki, documents), the offline model's tokenizer files, and the pure-Python packages
+sentcl imports that such a machine has been found without (fastcore); it prints the command to run there, with
+`runs/gpu-stage` carried (runs/ is ignored by git, the folder is about 12 MB). Then commit `results/gpu` and rerun
+`nbs/13f_costs.ipynb`.
 
 `--cpu-smoke` checks the script where there is no GPU: one layer per model, at most 4 examples a batch, 2 timed steps
 after 1, fp32, no compiled variant (`--cpu-compile` adds it), no time budget. Its numbers say nothing about a GPU.
@@ -53,11 +61,13 @@ VARIANTS = ("eager", "one forward", "compiled")
 
 
 def plan(precisions:list, spacy:bool, compile_ok:bool) -> list[tuple]:
-    "(experiment, arm, precision, variant) in the order they run: the first precision's variants, then the others'."
+    """(experiment, arm, precision, variant) in the order they run: the first precision's eager and one-forward steps,
+    then the other precisions' default steps, then the compiled ones (slowest to start: a compilation per shape)."""
     first, *rest = precisions
     checks = [SIMCSE, PAIRSUPCON, LIAO, DECLUTR] + ([SNCSE] if spacy else [])
-    out = [(e, a, first, v) for e, a in checks for v in VARIANTS if compile_ok or v != "compiled"]
-    return out + [(e, a, p, "default") for p in rest for e, a in checks]
+    out = [(e, a, first, v) for e, a in checks for v in ("eager", "one forward")]
+    out += [(e, a, p, "default") for p in rest for e, a in checks]
+    return out + ([(e, a, first, "compiled") for e, a in checks] if compile_ok else [])
 
 
 def variant_settings(method:str, variant:str) -> tuple[dict, bool]:
@@ -145,7 +155,9 @@ def with_estimates(row:dict, gpu:str) -> dict:
     from sentcl.costs import gpu_peaks, step_flops, step_memory
     from sentcl.runner import gpu_check_run
     if "error" in row or "skipped" in row: return row
-    run, peaks = gpu_check_run(row), gpu_peaks(gpu)
+    try: run, peaks = gpu_check_run(row), gpu_peaks(gpu)
+    except Exception as e:  # e.g. pandas missing on the GPU machine: the costs page computes them from the row anyway
+        return {**row, "estimate_error": f"{type(e).__name__}: {e}"}
     share = step_flops(run) / row["seconds_per_step"] / peaks[1][row["precision"]] if peaks else None
     full = row["batch"] == row["paper_batch"]  # a capped batch (the CPU smoke) is not the shape the plan prices
     return {**row, "estimated_memory_gb": round(step_memory(run) / 1e9, 2) if full else None,
@@ -189,22 +201,24 @@ def ratios(rows:list) -> list[str]:
 def parse(argv) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data-dir", type=Path, required=True, help="a data folder with nli/, wiki/ and documents/")
-    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--out", type=Path, default=None, help="where gpu_check.json and gpu_check.md go (required to run)")
     ap.add_argument("--steps", type=int, default=10, help="timed steps per training")
     ap.add_argument("--warmup", type=int, default=3, help="steps before the timed ones (kernels, compilation, workers)")
     ap.add_argument("--precisions", default="bf16,fp32", help="the first gets every variant, the others the default")
-    ap.add_argument("--budget", type=float, default=390, help="seconds: no training starts after this many")
+    ap.add_argument("--budget", type=float, default=360, help="seconds: no training starts after this many")
     ap.add_argument("--workers", type=int, default=None, help="DataLoader workers (default: sentcl's for the device)")
     ap.add_argument("--tokenizer", type=Path, default=None, help="a tokenizer folder (default: the offline model's)")
     ap.add_argument("--layers", type=int, default=None, help="layers of each model (default: the paper's)")
     ap.add_argument("--batch-cap", type=int, default=None, help="at most this batch (default: the paper's)")
     ap.add_argument("--only", default=None, help="comma-separated experiment names to check (default: all)")
+    ap.add_argument("--stage", type=Path, default=None, help="copy what a bare GPU machine needs into this folder, and exit")
     ap.add_argument("--cpu-smoke", action="store_true", help="check the script on a CPU: tiny, fast, numbers meaningless")
     ap.add_argument("--cpu-compile", action="store_true", help="with --cpu-smoke: also the compiled variant")
     args = ap.parse_args(argv)
     if args.cpu_smoke:
         args.layers, args.batch_cap, args.steps, args.warmup = args.layers or 1, args.batch_cap or 4, 2, 1
         args.precisions, args.budget = "fp32", float("inf")
+    if args.out is None and args.stage is None: sys.exit("gpu_check.py: give --out (a folder for the results)")
     if args.steps < 1 or args.warmup < 1: sys.exit("gpu_check.py: --steps and --warmup must be at least 1")
     for sub in ("nli", "wiki", "documents"):
         if not (args.data_dir/sub).is_dir(): sys.exit(f"gpu_check.py: {args.data_dir} has no {sub}/ folder; give a "
@@ -212,8 +226,25 @@ def parse(argv) -> argparse.Namespace:
     return args
 
 
+def stage(folder:Path, data_dir:Path) -> str:
+    "Copy the data, the tokenizer files and fastcore into `folder`; the command that runs the check with them."
+    import shutil, fastcore
+    from sentcl.encoders import default_model_path
+    for sub in ("nli/snli", "wiki", "documents"):
+        shutil.copytree(data_dir/sub, folder/"data"/sub, dirs_exist_ok=True)
+    (folder/"tokenizer").mkdir(parents=True, exist_ok=True)
+    for f in Path(default_model_path()).iterdir():  # the tokenizer's files, not the weights
+        if f.is_file() and (f.suffix in (".json", ".txt") or f.name.startswith("tokenizer")): shutil.copy2(f, folder/"tokenizer")
+    shutil.copytree(Path(fastcore.__file__).parent, folder/"site"/"fastcore", dirs_exist_ok=True)
+    return (f"PYTHONPATH=$PWD:$PWD/{folder}/site SENTCL_COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown) "
+            f"python tools/gpu_check.py --data-dir {folder}/data --tokenizer {folder}/tokenizer --out results/gpu")
+
+
 def main(argv=None) -> int:
     args = parse(argv)
+    if args.stage:
+        print(f"staged in {args.stage}; on the GPU machine, with {args.stage} carried:\n  {stage(args.stage, args.data_dir)}")
+        return 0
     import importlib.util
     import torch
     from sentcl.core import write_json
