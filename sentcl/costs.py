@@ -184,7 +184,8 @@ def peak_memory(arch:Architecture, lengths:list, batch:int, precision:str, mini_
     states = 16 * arch.parameters
     per_example = sum(activation_bytes(arch, s, precision) for s in lengths)
     if not mini_batch or mini_batch >= batch: return states + batch * per_example
-    return states + mini_batch * per_example + batch * len(lengths) * arch.hidden * 4 * 2  # cache and its gradient
+    chunk = mini_batch * max(activation_bytes(arch, s, precision) for s in lengths)  # one group's rows at a time
+    return states + chunk + batch * len(lengths) * arch.hidden * 4 * 2  # and the cache and its gradient
 
 # %% ../nbs/13f_costs.ipynb #a30c3554
 def step_shape(run) -> tuple:
