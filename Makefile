@@ -11,7 +11,7 @@ export TOKENIZERS_PARALLELISM ?= false
 PYTEST := $(BIN)/python -m pytest -q -o tmp_path_retention_policy=failed tests
 TEST_DISK_GB ?= 4
 
-.PHONY: demo lab test nbtest pytest export clean-nbs venv install dev readme bench bench-eval bench-train docs browser
+.PHONY: demo lab test nbtest pytest export clean-nbs venv install dev readme bench bench-eval bench-train bench-step docs browser
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -74,6 +74,11 @@ bench-eval: $(VENV)/.installed-dev
 # SentenceTransformerTrainer needs accelerate, which the dev extras install
 bench-train: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/bench_train.py
+
+# the training step on a CPU, per method: batches inline against in DataLoader workers, syncs per step, the share of
+# the step outside the model; ratios against a peer in the same process (a few minutes on two idle cores)
+bench-step: $(VENV)/.installed-dev
+	$(BIN)/python benchmarks/bench_step.py $(BENCH_STEP_ARGS)
 
 # The docs site, offline: nbdev-processed notebooks -> Markdown -> mkdocs-material -> _site/
 # (tools/docs_build.py; KaTeX comes from the npm registry once). tests/test_docs.py then opens every

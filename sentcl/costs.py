@@ -18,9 +18,9 @@ from .core import SentclError
 __all__ = ['ARCHITECTURES', 'CORPUS_ROWS', 'LONGEST', 'PROMPT', 'SPECIAL', 'GPU_PEAKS', 'REFERENCE_GPU', 'HEADROOM',
            'GRADIENT_CACHE_TEST', 'Architecture', 'longest_in_batch', 'example_rows', 'beta_cdf', 'longest_beta',
            'padded_length', 'sequence_lengths', 'GPU', 'gpu_peaks', 'parse_gpu', 'training_flops', 'activation_bytes',
-           'peak_memory', 'step_shape', 'Measured', 'Calibration', 'check_rows', 'calibrate', 'load_gpu_check',
-           'step_flops', 'step_memory', 'pace', 'run_steps', 'fit_mini_batch', 'run_cost', 'cost_columns', 'plan_cost',
-           'cost_summary']
+           'peak_memory', 'step_shape', 'Measured', 'Calibration', 'check_rows', 'step_flops', 'step_memory',
+           'calibrate', 'load_gpu_check', 'pace', 'run_steps', 'fit_mini_batch', 'run_cost', 'cost_columns',
+           'plan_cost', 'cost_summary']
 
 # %% ../nbs/13f_costs.ipynb #5b70777f
 @dataclass(frozen=True)
@@ -184,7 +184,8 @@ def peak_memory(arch:Architecture, lengths:list, batch:int, precision:str, mini_
     states = 16 * arch.parameters
     per_example = sum(activation_bytes(arch, s, precision) for s in lengths)
     if not mini_batch or mini_batch >= batch: return states + batch * per_example
-    return states + mini_batch * per_example + batch * len(lengths) * arch.hidden * 4 * 2  # cache and its gradient
+    chunk = mini_batch * max(activation_bytes(arch, s, precision) for s in lengths)  # one group's rows at a time
+    return states + chunk + batch * len(lengths) * arch.hidden * 4 * 2  # and the cache and its gradient
 
 # %% ../nbs/13f_costs.ipynb #a30c3554
 def step_shape(run) -> tuple:
@@ -234,30 +235,6 @@ def check_rows(check:dict) -> list[tuple[dict, bool]]:
             if "error" not in r and r.get("finished") and r.get("batch") == r.get("paper_batch")
             and not r.get("cudnn_attention")]
 
-# %% ../nbs/13f_costs.ipynb #5e490ee7
-def calibrate(check:dict|None, # a gpu_check.json record; None: nothing measured
-              run_of, # row -> the `Run` it timed
-              source:str|None=None) -> Calibration:
-    "Paces by step shape, the memory ratio and the best shares of peak that a GPU check's rows give."
-    if not check: return Calibration()
-    gpu, commit, measured, ratios, shares = check["hardware"]["gpu"], check.get("commit"), {}, {}, {}
-    for row, alone in check_rows(check):
-        run, p = run_of(row), row["precision"]
-        peak = row.get("peak_memory_gb") if alone else None
-        measured.setdefault(step_shape(run), Measured(row["seconds_per_step"], gpu, p, commit, peak))
-        shares[p] = max(shares.get(p, 0), step_flops(run) / row["seconds_per_step"] / gpu_peaks(gpu)[1][p])
-        if peak: ratios[p] = max(ratios.get(p, 0), peak * 1e9 / step_memory(run))
-    return Calibration(measured, ratios, shares, source)
-
-# %% ../nbs/13f_costs.ipynb #242c2359
-def load_gpu_check(path:str|Path|None=None) -> tuple[dict|None, str|None]:
-    "A GPU check's record and its path (default: this checkout's results/gpu/gpu_check.json); (None, None) if absent."
-    path = Path(path) if path else Path(sentcl.__file__).resolve().parents[1]/"results"/"gpu"/"gpu_check.json"
-    if not path.is_file(): return None, None
-    try: return json.loads(path.read_text()), str(path)
-    except (OSError, ValueError) as e: raise SentclError(f"costs: cannot read the GPU check {path}: {e}; "
-                                                         "fix or remove it (it calibrates the cost plan)") from e
-
 # %% ../nbs/13f_costs.ipynb #697952a2
 def _shape(run) -> tuple[Architecture, list]|None:
     "The run's encoder and the padded lengths of one example's sequences; None outside the paper's models and corpora."
@@ -282,6 +259,31 @@ def step_memory(run, mini_batch:int|None=None, ratio:float=1.0) -> float:
     "Peak bytes of one training step of `run`, times a calibration `ratio`."
     arch, lengths = _shape(run)
     return ratio * peak_memory(arch, lengths, run.config.batch_size, run.options.precision, _cached(run, mini_batch))
+
+# %% ../nbs/13f_costs.ipynb #5e490ee7
+def calibrate(check:dict|None, # a gpu_check.json record; None: nothing measured
+              run_of, # row -> the `Run` it timed
+              source:str|None=None) -> Calibration:
+    "Paces by step shape, the memory ratio and the best shares of peak that a GPU check's rows give."
+    if not check: return Calibration()
+    gpu, commit, measured, ratios, shares = check["hardware"].get("gpu"), check.get("commit"), {}, {}, {}
+    peaks = gpu_peaks(gpu or "")  # a GPU without a known peak (or a CPU smoke run): paces, no shares
+    for row, alone in check_rows(check):
+        run, p = run_of(row), row["precision"]
+        peak = row.get("peak_memory_gb") if alone else None
+        measured.setdefault(step_shape(run), Measured(row["seconds_per_step"], gpu or "cpu", p, commit, peak))
+        if peaks: shares[p] = max(shares.get(p, 0), step_flops(run) / row["seconds_per_step"] / peaks[1][p])
+        if peak: ratios[p] = max(ratios.get(p, 0), peak * 1e9 / step_memory(run))
+    return Calibration(measured, ratios, shares, source)
+
+# %% ../nbs/13f_costs.ipynb #242c2359
+def load_gpu_check(path:str|Path|None=None) -> tuple[dict|None, str|None]:
+    "A GPU check's record and its path (default: this checkout's results/gpu/gpu_check.json); (None, None) if absent."
+    path = Path(path) if path else Path(sentcl.__file__).resolve().parents[1]/"results"/"gpu"/"gpu_check.json"
+    if not path.is_file(): return None, None
+    try: return json.loads(path.read_text()), str(path)
+    except (OSError, ValueError) as e: raise SentclError(f"costs: cannot read the GPU check {path}: {e}; "
+                                                         "fix or remove it (it calibrates the cost plan)") from e
 
 # %% ../nbs/13f_costs.ipynb #1d70966d
 def pace(run, calibration:Calibration, gpu:GPU|None=None, mini_batch:int|None=None) -> tuple[float, str]:

@@ -106,7 +106,7 @@ def test_gpu_prices_the_plan_on_a_card(capsys):
     "--gpu: each training's gradient-caching mini-batch and GPU-hours on the card; a bad card is a one-line error."
     assert main(["experiments", "run", "pairsupcon-table5", "--preset", "paper", "--dry-run", "--gpu", "RTX 3090 24GB"]) == 0
     out = capsys.readouterr().out
-    assert "mini-batch on RTX 3090" in out and "GPU-h on RTX 3090" in out and "256" in out
+    assert "mini-batch on RTX 3090" in out and "GPU-h on RTX 3090" in out and " 512 " in out  # 1,024 pairs in 2 chunks
     assert "tests/test_methods_gradcache.py::test_gradient_caching_matches_full_batch" in out
     for bad, why in (("RTX 3090", "give a card's name and its memory"), ("GTX 1080 8GB", "no peak FLOP/s known")):
         assert main(["experiments", "run", "pairsupcon-table5", "--preset", "paper", "--dry-run", "--gpu", bad]) == 2
