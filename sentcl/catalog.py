@@ -5,6 +5,7 @@
 # %% ../nbs/13a_catalog.ipynb #5884f0b4
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from .core import SentclError
@@ -185,8 +186,6 @@ def preset_summaries(experiment:str, # an experiment name
     return "\n".join(f"- {preset_summary(p, experiment)}" for p in presets)
 
 # %% ../nbs/13a_catalog.ipynb #73bc1b47
-from dataclasses import dataclass
-
 @dataclass(frozen=True)
 class AnalysisPlan:
     "A study's analysis, declared before its runs: the family of claim columns judged together, and the rule."

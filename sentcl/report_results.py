@@ -298,8 +298,8 @@ def study_summary(docs:dict, # the study's results, `collect_results("results/cp
         d = differing_values(docs, rerun)
         norm = lambda n: "" if run_settings(docs[n])["normalize"] == run_settings(rerun[n])["normalize"] else \
             f"; normalize {run_settings(docs[n])['normalize']} against {run_settings(rerun[n])['normalize']}"
-        gap, parts = (d["base"] - d["other"]).abs(), [f"{n} ({len(g)} values in {len(set(zip(g['arm'], g['seed'])))} "
-                                                       f"runs{norm(n)})" for n, g in d.groupby("experiment")]
+        gap, parts = (d["base"] - d["other"]).abs(), [f"{n} ({len(g)} values in {len(g.drop_duplicates(['arm', 'seed']))} "
+                                                       f"runs{norm(n)})" for n, g in d.groupby("experiment")]  # NaN seeds alike
         spread = "" if d.empty else f", by {_sig(gap.min())} to {_sig(gap.max())}: " + ", ".join(parts)
         lines += ["", f"**Rerun.** {len(d)} of the {d.attrs['compared']} evaluation values recorded by both the "
                       f"study and its rerun differ{spread}."]

@@ -12,7 +12,7 @@ from .analysis import check_columns
 from .plots import FigureResult, new_figure, palette, plot_style
 
 # %% auto #0
-__all__ = ['measured_chart', 'status_colour', 'contrast_chart', 'dose_table', 'dose_chart']
+__all__ = ['measured_chart', 'printed', 'status_colour', 'contrast_chart', 'dose_table', 'dose_chart']
 
 # %% ../nbs/10a_result_charts.ipynb #29c9f4ba
 def measured_chart(rows:pd.DataFrame, # measured rows: label (or arm), column, mean, std, paper
@@ -51,6 +51,16 @@ def measured_chart(rows:pd.DataFrame, # measured rows: label (or arm), column, m
         for ax in axes.flat[len(columns):]: ax.set_axis_off()
         if title: fig.suptitle(title)
     return FigureResult(fig, rows[rows["column"].isin(columns)])
+
+# %% ../nbs/10a_result_charts.ipynb #53121a4d
+def printed(table:pd.DataFrame, # a table to show: floats, and lists of floats, are rounded
+            digits:int=3, # significant digits
+           ) -> pd.DataFrame:
+    "A copy of `table` for display, every number (and every number in a list cell) to `digits` significant digits."
+    def r(x):
+        if isinstance(x, (list, tuple)): return [r(v) for v in x]
+        return float(f"{x:.{digits}g}") if isinstance(x, float) and np.isfinite(x) else x
+    return table.map(r)
 
 # %% ../nbs/10a_result_charts.ipynb #d99219f2
 def status_colour(status:str) -> str:
