@@ -180,8 +180,8 @@ def test_show_config_lists_the_paper_preset():
 
 
 def test_report_to_tensorboard_writes_curves_read_back_from_the_event_files(tmp_path):
-    "Issue 38 item 2: each loss term, the learning rate, throughput and dev scores, across a resume, read back from the
-    event files as TensorBoard reads them."
+    """Issue 38 item 2: each loss term, the learning rate, throughput and dev scores, across a resume, read back from the
+    event files as TensorBoard reads them."""
     from sentcl.curves import read_scalars
     out = tmp_path / "run"
     base = ["train", "pairsupcon", "--model", "tiny", "--preset", "cpu-smoke", "--batch-size", "4", "--max-steps", "4",
