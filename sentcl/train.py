@@ -13,6 +13,7 @@ import gc
 import inspect
 import json
 import math
+import multiprocessing
 import os
 import shutil
 import tempfile
@@ -133,8 +134,9 @@ class Trainer:
 
 # %% ../nbs/08_train.ipynb #8f33a86b
 def default_loader_workers(device) -> int:
-    "DataLoader workers by device: 4 on CUDA (at most the CPU cores less one), 0 on a CPU (the step needs the cores)."
-    if torch.device(device).type != "cuda": return 0
+    "DataLoader workers by device: 4 on CUDA (at most the CPU cores less one), 2 on a CPU; 0 in a daemonic process."
+    if multiprocessing.current_process().daemon: return 0
+    if torch.device(device).type != "cuda": return min(2, os.cpu_count() or 1)
     return max(0, min(4, (os.cpu_count() or 1) - 1))
 
 def compile_encoder(method:Method):

@@ -69,7 +69,8 @@ def _ddp_worker(rank, world_size, port, name, out):
     method, batch = method_and_batch(name)
     method.train()
     torch.manual_seed(1)
-    loss, _ = compute_gradients(method, rank_slice(batch, rank, world_size))
+    # the global batch is prepared (tokenized, padded) once, then sliced, as the Trainer does
+    loss, _ = compute_gradients(method, rank_slice(method.prepare_batch(batch), rank, world_size))
     average_gradients(method)
     if rank == 0:
         torch.save({"loss": float(loss), "grads": grads(method)}, out)
