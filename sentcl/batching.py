@@ -17,7 +17,7 @@ from .encoders import EncoderSettings, _special_wrap, _split_template
 
 # %% auto #0
 __all__ = ['BATCH_DEPENDENT', 'padded_length', 'token_rows', 'pad_rows', 'interleave', 'group_features', 'to_device',
-           'PreparedBatches', 'batch_loader']
+           'PreparedBatches', 'RunBatches', 'batch_loader']
 
 # %% ../nbs/01c_batching.ipynb #50e4ac7f
 def padded_length(longest:int, # the group's longest row, in tokens
@@ -129,6 +129,28 @@ class PreparedBatches(torch.utils.data.Dataset):
         rng = np.random.default_rng([self.seed, self.epoch, self.start + i])
         return self.prepare(self.view.make_batch(self.indices[i], rng))
 
+# %% ../nbs/01c_batching.ipynb #6817b507
+class RunBatches(torch.utils.data.Dataset):
+    "`count` batches of `view` from batch `start` of `epoch` on, across epochs: items are (epoch, position, batch)."
+    def __init__(self, view, prepare:Callable, batch_size:int, seed:int=0, epoch:int=0, start:int=0,
+                 count:int=1, # how many batches (the run's steps still to take)
+                 drop_last:bool=True):
+        self.epochs, self.where = {}, []
+        while len(self.where) < count:
+            batches = PreparedBatches(view, prepare, batch_size, seed, epoch, start, drop_last)
+            if not len(batches) and start == 0: raise ValueError(f"epoch {epoch} of the view makes no batch")
+            self.epochs[epoch] = batches
+            self.where += [(epoch, start + i) for i in range(min(len(batches), count - len(self.where)))]
+            epoch, start = epoch + 1, 0
+        self.seed = seed
+
+    def __len__(self): return len(self.where)
+
+    def __getitem__(self, i):
+        epoch, position = self.where[i]
+        batches = self.epochs[epoch]
+        return epoch, position, batches[position - batches.start]
+
 # %% ../nbs/01c_batching.ipynb #bd86680d
 def _as_is(batch): return batch
 
@@ -136,7 +158,7 @@ def _worker_init(_):
     os.environ["TOKENIZERS_PARALLELISM"] = "false"  # a forked tokenizer may not use threads; say so, silently
     torch.set_num_threads(1)
 
-def batch_loader(dataset:PreparedBatches, # the batches
+def batch_loader(dataset:PreparedBatches|RunBatches, # the batches
                  workers:int=0, # worker processes (0: in the main process)
                  pin:bool=False, # page-locked memory, for copies to a GPU that do not block
                  prefetch:int=2, # batches each worker makes ahead

@@ -27,7 +27,7 @@ import torch.distributed as dist
 from fastcore.basics import patch
 from tqdm.auto import tqdm
 
-from .batching import PreparedBatches, batch_loader, to_device
+from .batching import RunBatches, batch_loader, to_device
 from .checkpoints import CHECKPOINT, CHECKSUMS, config_differences, load_checkpoint, save_checkpoint, seed_everything
 from .curves import NoCurves, check_report_to, open_curves
 from .cards import write_model_card
@@ -326,17 +326,15 @@ def _stopping(self:Trainer) -> bool:
     return self.step >= self.total or bool(self.opts.stop_after and self.done_now >= self.opts.stop_after)
 
 @patch
-def run_epoch(self:Trainer) -> bool:
-    "Train on the rest of the current epoch (the next one when it is over); False once the run must stop."
-    if self.position >= self.batches_per_epoch: self.epoch, self.position = self.epoch + 1, 0
-    batches = PreparedBatches(self.view, self.method.prepare_batch, self.cfg.batch_size, self.cfg.seed, self.epoch,
-                              self.position)                               # made and tokenized ahead, in workers
-    for batch in batch_loader(batches, self.workers, pin=self.device.type == "cuda"):
-        if self._stopping(): self._read_log(); return False
+def run_batches(self:Trainer):
+    "Train from where the run stands to the end of the schedule, or until this invocation must stop."
+    batches = RunBatches(self.view, self.method.prepare_batch, self.cfg.batch_size, self.cfg.seed, self.epoch,
+                         self.position, count=self.total - self.step)  # one loader for the run: workers start once
+    for epoch, position, batch in batch_loader(batches, self.workers, pin=self.device.type == "cuda"):
+        if self._stopping(): break
+        self.epoch, self.position = epoch, position
         self.train_step(batch)
     self._read_log()
-    self.position = max(self.position, self.batches_per_epoch)
-    return True
 
 # %% ../nbs/08_train.ipynb #bad30805
 def finished_summary(out) -> dict|None:
@@ -487,7 +485,7 @@ def fit(self:Trainer) -> dict:
     self.begin()
     try:
         if self.eval_pending and self.step < self.total: self._evaluate()  # the one a failure interrupted
-        while self.step < self.total and self.run_epoch(): pass
+        if self.step < self.total: self.run_batches()
         if self._last_evaluation_due(): self._export_final(); self._evaluate()
     finally: self.bar.close(); self.log.close(); self.curves.close()
     return self.finish()
