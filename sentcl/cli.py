@@ -361,7 +361,7 @@ def change_intervals(before:dict, after:dict, # `_demo_scores` of the model befo
         out[name] = (float(diff.mean() - half), float(diff.mean() + half))
     return out
 
-# %% ../nbs/11_cli.ipynb #x
+# %% ../nbs/11_cli.ipynb #f6429dd5
 def before_after_table(before:dict, # score name -> value before training
                        after:dict, # the same names after training
                        intervals:dict, # score name -> 95% interval of its change (`change_intervals`)
@@ -372,7 +372,7 @@ def before_after_table(before:dict, # score name -> value before training
         rows.append(f"{k:26s}{before[k]:8.2f}{after[k]:8.2f}{after[k] - before[k]:+8.2f}   [{lo:+.2f}, {hi:+.2f}]")
     return "\n".join(rows)
 
-# %% ../nbs/11_cli.ipynb #x
+# %% ../nbs/11_cli.ipynb #3e1168d6
 def demo_verdict(intervals:dict, # score name -> 95% interval of its change
                  model:str, # the model the demo started from
                 ) -> str:

@@ -101,11 +101,11 @@ _RUN_SHAPE = {"arm": str, "seed": (int, type(None)), "method": (str, type(None))
               "describe": dict, "train": (dict, type(None)), "folder": str, "train_folder": (str, type(None)),
               "seconds": (int, float)}
 
-def _check_run(run:dict, where:str):
+def _check_run(run:dict, where:str, paths:bool=True):
     "One run record: the types sentcl writes, its folders inside the batch folder."
     check_shape(run, _RUN_SHAPE, where)
     check_shape(run["eval"], {"tasks": dict, "avg": dict, "settings": dict}, f"{where}.eval", required=("tasks",))
-    for key in ("folder", "train_folder"):
+    for key in ("folder", "train_folder") if paths else ():
         if run.get(key) is not None: record_path(run[key], f"{where}.{key}")
 
 _ROW_KEYS = {"runs": ("arm", "seed", "method", "model", "eval"),
@@ -114,6 +114,7 @@ _ROW_KEYS = {"runs": ("arm", "seed", "method", "model", "eval"),
 
 def check_results(doc:dict, # a parsed results.json
                   where:str="results.json", # named in the error
+                  paths:bool=True, # check that its paths stay inside the batch folder (what a reader trusts)
                  ) -> dict:
     "Raise a one-line error unless `doc` follows `RESULTS_SCHEMA`; returns `doc`."
     if not isinstance(doc, dict): raise SentclError(f"{where}: not a JSON object")
@@ -126,8 +127,9 @@ def check_results(doc:dict, # a parsed results.json
         for i, row in enumerate(doc[part]):
             missing = [k for k in keys if k not in check_shape(row, {}, f"{where}: {part}[{i}]")]  # an object
             if missing: raise SentclError(f"{where}: {part}[{i}] lacks {missing}")
-    for i, run in enumerate(doc["runs"]): _check_run(run, f"{where}: runs[{i}]")
-    for i, f in enumerate(doc["figures"]): record_path(f, f"{where}: figures[{i}]")  # in the experiment's folder
+    for i, run in enumerate(doc["runs"]): _check_run(run, f"{where}: runs[{i}]", paths)
+    if paths:
+        for i, f in enumerate(doc["figures"]): record_path(f, f"{where}: figures[{i}]")  # in the experiment's folder
     return doc
 
 # %% ../nbs/13l_results.ipynb #bd1ca932

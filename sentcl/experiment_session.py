@@ -162,7 +162,7 @@ def results(self:ExperimentSession) -> dict:
 def save(self:ExperimentSession) -> Path:
     "Write results.json (atomically) in the experiment folder; returns its path."
     path = self.out/"results.json"
-    write_json(path, check_results(self.results()))
+    write_json(path, check_results(self.results(), paths=False))  # absolute where `out` is: a batch gives relative ones
     return path
 
 # %% ../nbs/13m_session.ipynb #1bc29549
