@@ -158,6 +158,7 @@ def add_train_arguments(p:argparse.ArgumentParser):
 # `sentcl train` flags that set a method-config field
 CONFIG_FLAGS = ("epochs", "batch_size", "lr", "seed", "eval_every")
 
+# %% ../nbs/11_cli.ipynb #178c1b9d
 def train_request(args:argparse.Namespace) -> tuple:
     "What `sentcl train` asks for: (method, method-config overrides, `RunOptions`); --model wins over --set model=."
     from sentcl.train import RunOptions
@@ -185,6 +186,7 @@ def run_folder_lock(out):
         if made:
             with contextlib.suppress(OSError): Path(out).rmdir()
 
+# %% ../nbs/11_cli.ipynb #709dad9c
 def run_train(args) -> int:
     "Train one method run under its folder's lock, or with --show-config print its resolved config and run options."
     from sentcl.eval import sts_dev
@@ -276,6 +278,7 @@ def run_eval(args:argparse.Namespace, # parsed `sentcl eval` options
 # sentcl.doctor.PAPERS, not imported when the CLI starts (09e_doctor tests that they agree)
 DOCTOR_PAPERS = ("simcse-unsup", "simcse-sup", "pairsupcon", "liao", "declutr", "sncse")
 
+# %% ../nbs/11_cli.ipynb #cc000f2c
 def add_doctor_arguments(p:argparse.ArgumentParser):
     "Add the `sentcl doctor` options to `p`."
     p.add_argument("model", help="'default', 'tiny', a model folder or a hub id")
@@ -315,6 +318,7 @@ def add_demo_arguments(p:argparse.ArgumentParser):
 DEMO_TASKS = "stsb,wikitext_topics"
 STSB, ACC, NMI = "STS-B sample (Spearman)", "topics sample (ACC)", "topics sample (NMI)" # the demo's scores
 
+# %% ../nbs/11_cli.ipynb #2f85305c
 def _demo_scores(model) -> dict:
     "The demo's three scores for `model` on the bundled samples, with what their noise is measured from."
     from sentcl.data import SAMPLES_DIR, load_sts
@@ -409,6 +413,7 @@ def run_demo(args) -> int:
 EXPERIMENT_PRESET_NAMES = ("paper", "cpu", "cpu-smoke")
 EXPERIMENT_PARAMETERS = tuple(batch_parameters())  # sentcl.parameters: the notebooks' own, less the flags below
 
+# %% ../nbs/11_cli.ipynb #9d304e38
 def parse_parameters(items:list[str], rehearse:bool=False) -> dict:
     "`-p key=value` notebook parameters, typed by their fields (`typed_parameter`); an unknown key is a one-line error."
     pairs = [it.partition("=") for it in items or []]
