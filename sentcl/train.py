@@ -134,9 +134,9 @@ class Trainer:
 
 # %% ../nbs/08_train.ipynb #8f33a86b
 def default_loader_workers(device) -> int:
-    "DataLoader workers by device: 4 on CUDA (at most the CPU cores less one), 2 on a CPU; 0 in a daemonic process."
+    "DataLoader workers by device: 4 on CUDA (at most the CPU cores less one); 0 on a CPU or in a daemonic process."
     if multiprocessing.current_process().daemon: return 0
-    if torch.device(device).type != "cuda": return min(2, os.cpu_count() or 1)
+    if torch.device(device).type != "cuda": return 0  # `make bench-step` on two cores: inline as fast or faster
     return max(0, min(4, (os.cpu_count() or 1) - 1))
 
 def compile_encoder(method:Method):
