@@ -30,10 +30,10 @@ def test_a_notebook_with_a_known_shape(tmp_path):
     p.write_text(json.dumps(nb))
     s = ns.shape(p)
     assert (s["exported"], s["lines"], s["median"], s["tested"]) == (4, 9, 2, 2)
-    assert s["share"] == 0.5
+    assert s["share"] == 0.5 and s["shown"] == 3 and s["shown_share"] == 0.75
     out = subprocess.run([sys.executable, str(ROOT/"tools"/"notebook_shape.py"), str(p)], capture_output=True,
                          text=True, check=True).stdout
-    assert out.splitlines()[1].split() == ["x.ipynb", "4", "9", "2", "2", "50%", "no"]
+    assert out.splitlines()[1].split() == ["x.ipynb", "4", "9", "2", "2", "50%", "75%", "yes", "no"]
 
 
 def test_the_model_notebooks_meet_the_bar():

@@ -8,7 +8,10 @@ An exported cell is a code cell with an nbdev `export`/`exporti` directive; its 
 the directives or blank lines. A test is a code cell without an export directive that asserts: `assert`, or a
 fastcore.test call (`test_eq`, `test_fail`, `test_close`, ...), comments aside. An exported cell is followed by a test
 when such a cell comes after it and before the next exported cell (markdown between them is fine). The last column
-says whether a notebook meets the bar of issue 24: median ≤ 12 lines and ≥ 80% followed by a test.
+An exported cell is *shown* when a code cell that is neither exported nor hidden (`#| hide`) comes after it and
+before the next exported cell: a test or a worked example. The `bar` column says whether a notebook meets the bar every
+library notebook keeps (issue 36): median ≤ 12 lines and ≥ 60% shown; the `model` column the stricter bar of the
+model notebooks (issue 24): median ≤ 12 lines and ≥ 80% followed by a test.
 """
 import argparse
 import io
@@ -21,7 +24,7 @@ from pathlib import Path
 
 DIRECTIVE = re.compile(r"^\s*#\s*\|\s*(\w+)")
 TEST = re.compile(r"(^|[^\w.])(assert\b|test_\w+\()", re.M)
-MEDIAN_BAR, TESTED_BAR = 12, 0.8
+MEDIAN_BAR, TESTED_BAR, SHOWN_BAR = 12, 0.8, 0.6
 
 
 def directives(source:str) -> list[str]:
@@ -51,6 +54,12 @@ def is_test(cell:dict) -> bool:
     return cell["cell_type"] == "code" and not is_exported(cell) and bool(TEST.search(without_comments(src)))
 
 
+def is_shown(cell:dict) -> bool:
+    "A test or a worked example: a code cell that is neither exported nor hidden."
+    src = "".join(cell["source"])
+    return cell["cell_type"] == "code" and not is_exported(cell) and "hide" not in directives(src) and bool(src.strip())
+
+
 def shape(path) -> dict:
     "The notebook's exported cells, their median length, and how many are followed by a test before the next export."
     cells = json.loads(Path(path).read_text(encoding="utf-8"))["cells"]
@@ -58,9 +67,16 @@ def shape(path) -> dict:
     lengths = [code_lines("".join(cells[i]["source"])) for i in exported]
     bounds = exported[1:] + [len(cells)]
     tested = sum(any(is_test(c) for c in cells[i + 1:end]) for i, end in zip(exported, bounds))
+    shown = sum(any(is_shown(c) for c in cells[i + 1:end]) for i, end in zip(exported, bounds))
     return {"notebook": Path(path).name, "exported": len(exported), "lines": sum(lengths),
             "median": statistics.median(lengths) if lengths else 0, "tested": tested,
-            "share": tested / len(exported) if exported else 1.0}
+            "share": tested / len(exported) if exported else 1.0, "shown": shown,
+            "shown_share": shown / len(exported) if exported else 1.0}
+
+
+def meets_bar(s:dict) -> bool:
+    "Issue 36's bar for every library notebook: median ≤ 12 lines, ≥ 60% of exported cells shown."
+    return s["median"] <= MEDIAN_BAR and s["shown_share"] >= SHOWN_BAR
 
 
 def main(argv=None) -> int:
@@ -70,11 +86,12 @@ def main(argv=None) -> int:
     paths = args.notebooks or sorted(str(n) for n in Path("nbs").glob("*.ipynb"))
     rows = [shape(n) for n in paths]
     rows = [r for r in rows if r["exported"]] if not args.notebooks else rows
-    print(f"{'notebook':32s}{'exported':>9s}{'lines':>7s}{'median':>8s}{'tested':>8s}{'share':>7s}  model")
+    print(f"{'notebook':32s}{'exported':>9s}{'lines':>7s}{'median':>8s}{'tested':>8s}{'share':>7s}{'shown':>7s}"
+          f"  bar  model")
     for r in rows:
         ok = r["median"] <= MEDIAN_BAR and r["share"] >= TESTED_BAR
         print(f"{r['notebook']:32s}{r['exported']:9d}{r['lines']:7d}{r['median']:8g}{r['tested']:8d}"
-              f"{r['share']:7.0%}  {'yes' if ok else 'no'}")
+              f"{r['share']:7.0%}{r['shown_share']:7.0%}  {'yes' if meets_bar(r) else 'no ':3s}  {'yes' if ok else 'no'}")
     return 0
 
 
