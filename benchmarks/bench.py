@@ -103,8 +103,8 @@ def machine() -> list[str]:
 
 def bench_encode(args, encoder, st) -> tuple[list[str], dict]:
     import numpy as np
-    from sentcl.data import STS_TASKS, load_sts
-    from sentcl.evalcore import dedupe
+    from sentcl.data.tasks import STS_TASKS, load_sts
+    from sentcl.eval.common import dedupe
     texts, _ = dedupe([s for t in STS_TASKS[:5] for df in [load_sts(t, "test", args.data_dir)] for c in ("sentence1", "sentence2")
                        for s in df[c].tolist()])
     say(f"encode: {len(texts)} distinct STS12-16 sentences, batch {args.batch_size}")
@@ -132,9 +132,9 @@ def bench_encode(args, encoder, st) -> tuple[list[str], dict]:
 
 def st_sts_scores(st, data_dir, batch_size) -> dict:
     "The seven STS scores from sentence-transformers' embeddings of each task's two columns (no dedupe, no cache)."
-    from sentcl.data import STS_TASKS, load_sts
+    from sentcl.data.tasks import STS_TASKS, load_sts
     from sentcl.eval import STS_SUBSET_TASKS, spearman100
-    from sentcl.evalcore import cosine_rows
+    from sentcl.eval.common import cosine_rows
     out = {}
     for t in STS_TASKS:
         df = load_sts(t, "test", data_dir)
@@ -148,7 +148,7 @@ def sts_scores(doc) -> dict:
 
 
 def bench_sts(args, encoder, st) -> tuple[list[str], dict]:
-    from sentcl.data import STS_TASKS
+    from sentcl.data.tasks import STS_TASKS
     from sentcl.eval import evaluate
     say("sts: evaluate(default, 'sts') from an empty cache, against SentenceTransformer.encode of both columns")
     times, scores = {"sentcl fp32": [], "sentcl bf16": [], "ST fp32": []}, {}
@@ -184,7 +184,7 @@ def old_kmeans_scores(embeddings, labels, seeds=range(10), n_init=10) -> dict:
     from sklearn.cluster import KMeans
     from sklearn.metrics import normalized_mutual_info_score
     from sentcl.eval import cluster_accuracy
-    from sentcl.evalcore import remap_labels
+    from sentcl.eval.common import remap_labels
     y, classes = remap_labels(labels)
     acc, nmi = [], []
     for seed in seeds:
@@ -194,9 +194,9 @@ def old_kmeans_scores(embeddings, labels, seeds=range(10), n_init=10) -> dict:
 
 
 def bench_clustering(args, encoder) -> tuple[list[str], dict]:
-    from sentcl.data import load_clustering
+    from sentcl.data.tasks import load_clustering
     from sentcl.eval import CLUSTERING_MAX_LENGTH, eval_clustering, kmeans_scores
-    from sentcl.evalcore import embed_unique
+    from sentcl.eval.common import embed_unique
     say(f"clustering: {', '.join(CLUSTER_SETS)}; KMeans 10 seeds x n_init 10")
     rows, tot = [], {"old": 0.0, "new": 0.0, "old_e2e": 0.0, "new_e2e": 0.0, "bf16_e2e": 0.0}
     for name in CLUSTER_SETS:

@@ -33,10 +33,10 @@ def main(argv=None) -> int:
 
     import torch
     from sentence_transformers import SentenceTransformer
-    from sentcl.data import STS_TASKS, load_sts
+    from sentcl.data.tasks import STS_TASKS, load_sts
     from sentcl.encoders import SentenceEncoder, default_model_path
     from sentcl.eval import evaluate, spearman100
-    from sentcl.evalcore import cosine_rows
+    from sentcl.eval.common import cosine_rows
 
     print(f"torch threads: {torch.get_num_threads()}, batch size {args.batch_size}, repeats {args.repeats}", flush=True)
     encoder = SentenceEncoder("default")

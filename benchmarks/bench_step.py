@@ -54,7 +54,7 @@ def step_clock():
     transformer's forward calls and `torch.autograd.backward`), and tokenizer calls on this process, per step."""
     import torch
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
-    from sentcl.train import Trainer
+    from sentcl.train.trainer import Trainer
     rec = {"ends": [], "model": [0.0], "tokenize": [0]}
     step, backward, call, tok = Trainer.train_step, torch.autograd.backward, torch.nn.Module.__call__, PreTrainedTokenizerBase.__call__
     pid, depth = os.getpid(), [0]
@@ -95,14 +95,14 @@ def overrides(method:str, args, flip_forward:bool=False) -> dict:
 def train_steps(method:str, over:dict, workers:int, steps:int, out:Path, count_syncs:bool=False) -> dict:
     "Train `steps` steps of `method` under cpu-smoke; per step its seconds, model seconds and tokenizer calls (syncs)."
     from sentcl.precision import SyncCounter
-    from sentcl.train import RunOptions, train
+    from sentcl.train.trainer import RunOptions, train
     options = RunOptions(out=str(out), preset="cpu-smoke", max_steps=steps, loader_workers=workers, progress=False)
     counter = SyncCounter() if count_syncs else None
     with step_clock() as rec, warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the tiny model has no pretrained MLM head, and says so
         if counter is None: train(method, over, options)
         else:
-            from sentcl.train import Trainer
+            from sentcl.train.trainer import Trainer
             totals = []
             step = Trainer.train_step
             def counting(self, batch): out_ = step(self, batch); totals.append(dict(counter.counts)); return out_

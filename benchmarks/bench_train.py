@@ -69,7 +69,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def data_source(args) -> tuple[str, str]:
     "(train_data spec, data_dir) for `load_training_data`: SNLI test from the data folder, else the bundled sample."
-    from sentcl.data import SAMPLES_DIR
+    from sentcl.data.layout import SAMPLES_DIR
     if os.path.isdir(os.path.join(args.data_dir, "nli", "snli")): return "snli:test", args.data_dir
     return "snli", str(SAMPLES_DIR)
 
@@ -77,7 +77,7 @@ def data_source(args) -> tuple[str, str]:
 def fixed_batches(method_name:str, view_name:str, args, batch_size:int, n:int) -> tuple[list[dict], int]:
     "`n` batches of `batch_size` rows made by sentcl's view for `method_name` (rows reused only when the data is short), and the view's size."
     import numpy as np
-    from sentcl.train import RunOptions, load_training_data
+    from sentcl.train.trainer import RunOptions, load_training_data
     from sentcl.views import build_view
     spec, data_dir = data_source(args)
     view = build_view(view_name, load_training_data(view_name, RunOptions(train_data=spec, data_dir=data_dir)))
@@ -95,8 +95,8 @@ def sentcl_steps(batches:list[dict], args, out_dir:str) -> tuple[list[float], fl
     "Train simcse-sup with sentcl's Trainer on `batches` in order; (seconds of each step after the first, mean training loss)."
     import torch
     from sentcl.methods import build_method
-    from sentcl.checkpoints import seed_everything
-    from sentcl.train import RunOptions, Trainer, resolve
+    from sentcl.train.checkpoints import seed_everything
+    from sentcl.train.trainer import RunOptions, Trainer, resolve
     from sentcl.views import View
     warnings.filterwarnings("ignore", message=".*using pooling 'cls' although the folder says 'mean'")  # --pooling cls: intended
 
@@ -228,8 +228,8 @@ def memory_child(args) -> int:
     import gc
     import resource
     from sentcl.methods import build_method
-    from sentcl.checkpoints import seed_everything
-    from sentcl.gradients import compute_gradients
+    from sentcl.train.checkpoints import seed_everything
+    from sentcl.train.gradients import compute_gradients
     seed_everything(args.seed)
     batch = fixed_batches("pairsupcon", "pairs", args, args.mem_batch, 1)[0][0]
     method = build_method("pairsupcon", "default", max_length=args.max_length).train()

@@ -24,7 +24,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 def run(precision:str, args, out:str) -> tuple[list[float], float]:
     "Train PairSupCon for `args.steps` steps in `precision`; (per-step losses, seconds)."
-    from sentcl.train import RunOptions, train
+    from sentcl.train.trainer import RunOptions, train
     data = {"train_data": "snli:test", "data_dir": args.data_dir} if os.path.isdir(os.path.join(args.data_dir, "nli")) else {}
     options = RunOptions(out=out, preset="cpu-smoke", max_steps=args.steps, progress=False, precision=precision, **data)
     t0 = time.perf_counter()

@@ -28,7 +28,7 @@ def profile(precision:str, args) -> dict:
     import torch
     from sentcl.encoders import SentenceEncoder
     from sentcl.methods import build_method
-    from sentcl.train import RunOptions, Trainer, resolve, training_view
+    from sentcl.train.trainer import RunOptions, Trainer, resolve, training_view
     spent = collections.defaultdict(float)
     def timer(part, fn):
         def wrapped(*a, **k):

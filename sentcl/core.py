@@ -13,12 +13,13 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['SentclError', 'warn', 'exists', 'default', 'atomic_write', 'write_json', 'record_path', 'check_shape', 'read_jsonl',
-           'cache_dir', 'text_hash', 'package_versions', 'git_commit', 'hardware', 'sentcl_commit',
-           'quiet_transformers', 'modules_loaded_by']
+__all__ = ['TRANSIENT_TRIES', 'SentclError', 'warn', 'exists', 'default', 'atomic_write', 'write_json', 'record_path',
+           'check_shape', 'read_jsonl', 'keep_damaged', 'read_json', 'cache_dir', 'text_hash', 'package_versions',
+           'git_commit', 'hardware', 'sentcl_commit', 'quiet_transformers', 'modules_loaded_by']
 
 # %% ../nbs/00_core.ipynb #6dc06390
 class SentclError(Exception):
@@ -112,6 +113,57 @@ def read_jsonl(path, # an append-only log of one JSON object a line, e.g. a run'
                           "a crash)")
     return records
 
+# %% ../nbs/00_core.ipynb #290aebb6
+def keep_damaged(path) -> Path:
+    "Move a damaged file to `<name>.damaged` (`.damaged.2`, ... when taken): never over an earlier one; the new path."
+    path = Path(path)
+    for n in range(1, 10_000):
+        kept = path.with_name(path.name + ".damaged" + (f".{n}" if n > 1 else ""))
+        try: os.link(path, kept)  # fails when `kept` exists: nothing is overwritten
+        except FileExistsError: continue
+        except OSError:  # no hard links here (some network file systems): the free name, renamed onto
+            if kept.exists(): continue
+            path.rename(kept); return kept
+        path.unlink(); return kept
+    raise SentclError(f"{path}: 10,000 damaged copies beside it; remove them")
+
+# %% ../nbs/00_core.ipynb #c59159dc
+TRANSIENT_TRIES = 3  # reads of a file that fail with an OSError (EIO, ESTALE on a network file system) before giving up
+
+def _read_bytes(path:Path, tries:int) -> bytes|None:
+    "The bytes of `path`, None when it is missing; a read error is retried, then a one-line error (never damage)."
+    for attempt in range(tries):
+        try: return path.read_bytes()
+        except FileNotFoundError: return None
+        except OSError as e:
+            if attempt + 1 < tries: time.sleep(0.1 * 2**attempt); continue
+            raise SentclError(f"{path}: cannot read it ({e.strerror or type(e).__name__}, {tries} tries); a file-system "
+                              "error, not damage: nothing was changed, run the command again") from None
+
+# %% ../nbs/00_core.ipynb #86a85e70
+def read_json(path, # a JSON file sentcl wrote (results.json, batch.json, eval.json, summary.json)
+              damaged=None, # called with one line when the file exists but is damaged (None: silent)
+              set_aside:bool=False, # True: the caller redoes the piece, so a damaged file is moved aside (`keep_damaged`)
+              tries:int=TRANSIENT_TRIES, # reads before a file-system error becomes a one-line error
+             ) -> dict|None:
+    ("The JSON object in `path`, or None when it is missing or damaged (it does not parse: a piece to redo); "
+     "a reader leaves a damaged file in place, the command that redoes it keeps it as `<name>.damaged`.")
+    path = Path(path)
+    raw = _read_bytes(path, tries)
+    if raw is None: return None
+    try: doc = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError: why = "not UTF-8 text"
+    except ValueError as e: why = f"not valid JSON ({e.msg} at line {e.lineno})" if raw.strip() else "empty"
+    else:
+        if isinstance(doc, dict): return doc
+        why = f"a JSON {type(doc).__name__}, not an object"
+    if not set_aside:
+        if damaged: damaged(f"{path} is damaged ({why})")
+        return None
+    kept = keep_damaged(path)
+    if damaged: damaged(f"{path} is damaged ({why}); kept as {kept.name}, redoing what it recorded")
+    return None
+
 # %% ../nbs/00_core.ipynb #cdcd689f
 def cache_dir(*parts) -> Path:
     "sentcl's cache directory (`SENTCL_CACHE_DIR`, else `~/.cache/sentcl`), created on demand."
@@ -180,7 +232,7 @@ def quiet_transformers():
         if bars: hf_logging.enable_progress_bar()
 
 # %% ../nbs/00_core.ipynb #b5dec5f1
-def modules_loaded_by(module:str, # the module to import, e.g. "sentcl.experiment_spec"
+def modules_loaded_by(module:str, # the module to import, e.g. "sentcl.experiments.spec"
                       prefixes=("sentcl.",), # report loaded modules whose names start with one of these
                      ) -> list[str]:
     "The modules under `prefixes` a fresh Python has loaded after importing `module` alone, sorted."

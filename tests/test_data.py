@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from sentcl import data as D
+from sentcl.data.corpora import LABELS, load_corpus, load_documents, load_nli, load_nli_triplets, load_sentences
+from sentcl.data.tasks import load_clustering, load_sts, load_transfer
 
 ROOT = Path(os.environ.get("SENTCL_TEST_DATA", Path(__file__).resolve().parents[2]/"shared"/"data"))
 pytestmark = pytest.mark.skipif(not (ROOT/"README.md").is_file(), reason=f"no data directory with README at {ROOT}")
@@ -20,13 +21,13 @@ def count(rel: str) -> int:
     "Rows loaded by sentcl for one README file."
     parts = rel.split("/")
     stem = parts[-1].split(".")[0]
-    if parts[0] == "sts": return len(D.load_sts(parts[1], stem, data_dir=ROOT))
-    if parts[0] == "transfer": return len(D.load_transfer(parts[1], None if stem == "all" else stem, data_dir=ROOT))
-    if parts[0] == "clustering": return len(D.load_clustering(parts[1], data_dir=ROOT))
-    if parts[0] == "nli": return len(D.load_nli(parts[1], stem, data_dir=ROOT))
-    if parts[0] == "wiki": return len(D.load_sentences("wiki1m", data_dir=ROOT))
+    if parts[0] == "sts": return len(load_sts(parts[1], stem, data_dir=ROOT))
+    if parts[0] == "transfer": return len(load_transfer(parts[1], None if stem == "all" else stem, data_dir=ROOT))
+    if parts[0] == "clustering": return len(load_clustering(parts[1], data_dir=ROOT))
+    if parts[0] == "nli": return len(load_nli(parts[1], stem, data_dir=ROOT))
+    if parts[0] == "wiki": return len(load_sentences("wiki1m", data_dir=ROOT))
     name = parts[-1].removesuffix(".gz").removesuffix(".txt")
-    (doc,) = D.load_documents(ROOT, names=[name])
+    (doc,) = load_documents(ROOT, names=[name])
     return len(doc.split())
 
 
@@ -39,9 +40,9 @@ def test_every_readme_file_loads_with_its_row_count():
 
 
 def test_corpus_specs_on_shared_data():
-    nli = D.load_corpus("snli:dev+test", "nli", data_dir=ROOT)
-    assert len(nli) == 19666 and set(nli.label) == set(D.LABELS)
-    assert len(D.load_nli_triplets("snli", "dev", data_dir=ROOT)) > 3000
-    sts12 = D.load_sts("sts12", data_dir=ROOT)
+    nli = load_corpus("snli:dev+test", "nli", data_dir=ROOT)
+    assert len(nli) == 19666 and set(nli.label) == set(LABELS)
+    assert len(load_nli_triplets("snli", "dev", data_dir=ROOT)) > 3000
+    sts12 = load_sts("sts12", data_dir=ROOT)
     assert set(sts12.source) == {"MSRpar", "MSRvid", "SMTeuroparl", "surprise.OnWN", "surprise.SMTnews"}
-    assert len(D.load_documents(ROOT)) == 136
+    assert len(load_documents(ROOT)) == 136

@@ -5,7 +5,11 @@ from unittest import mock
 import datasets
 import pytest
 
-from sentcl import data as D
+from sentcl.core import SentclError
+from sentcl.data.corpora import load_documents, load_nli, load_nli_triplets, load_sentences
+from sentcl.data.hub import HUB
+from sentcl.data.layout import SAMPLES_DIR
+from sentcl.data.tasks import load_clustering, load_sts, load_transfer
 
 DEFAULT_COLS = {"nli": {"premise": ["p", "p"], "hypothesis": ["a", "b"], "label": [0, -1]},
                 "sentences": {"text": ["one .", "", "two ."]},
@@ -28,17 +32,17 @@ def fake_dataset(kind, src):
 
 
 def call(kind, name):
-    if kind == "nli": return D.load_nli(name, "train")
-    if kind == "triplets": return D.load_nli_triplets(name)
-    if kind == "sts": return D.load_sts(name, "test")
-    if kind == "transfer": return D.load_transfer(name, "all" if "all" in dict(D.HUB[kind, name].splits) else "train")
-    if kind == "sentences": return D.load_sentences(name)
-    return D.load_documents() if name == "wikitext103" else D.load_documents(names=[name])
+    if kind == "nli": return load_nli(name, "train")
+    if kind == "triplets": return load_nli_triplets(name)
+    if kind == "sts": return load_sts(name, "test")
+    if kind == "transfer": return load_transfer(name, "all" if "all" in dict(HUB[kind, name].splits) else "train")
+    if kind == "sentences": return load_sentences(name)
+    return load_documents() if name == "wikitext103" else load_documents(names=[name])
 
 
-@pytest.mark.parametrize("kind,name", sorted(D.HUB))
+@pytest.mark.parametrize("kind,name", sorted(HUB))
 def test_hub_loader(kind, name):
-    src, seen = D.HUB[kind, name], []
+    src, seen = HUB[kind, name], []
     def fake(path, config=None, split=None, revision=None, data_files=None, streaming=False):
         seen.append((path, config, split, revision, data_files))
         if streaming: return iter([{"text": " ".join(["w"] * 2049)}, {"text": "short"}])  # OpenWebText is streamed
@@ -58,17 +62,17 @@ def test_hub_loader(kind, name):
 def test_offline_hub_error_names_dataset_and_remedy():
     def offline(*a, **k): raise ConnectionError("offline")
     with mock.patch.dict(os.environ, {}, clear=True), mock.patch("datasets.load_dataset", offline):
-        with pytest.raises(D.SentclError, match=r"NLI corpus snli:train not found \(looked in hub stanfordnlp/snli@.*SENTCL_DATA.*go online"):
-            D.load_nli("snli")
+        with pytest.raises(SentclError, match=r"NLI corpus snli:train not found \(looked in hub stanfordnlp/snli@.*SENTCL_DATA.*go online"):
+            load_nli("snli")
     with mock.patch.dict(os.environ, {}, clear=True):
-        with pytest.raises(D.SentclError, match="clustering sets are read from a data directory only"):
-            D.load_clustering("agnews")
+        with pytest.raises(SentclError, match="clustering sets are read from a data directory only"):
+            load_clustering("agnews")
 
 
 def test_samples_are_small_and_attributed():
-    files = [p for p in D.SAMPLES_DIR.rglob("*") if p.is_file()]
+    files = [p for p in SAMPLES_DIR.rglob("*") if p.is_file()]
     assert sum(p.stat().st_size for p in files) <= 300_000
-    assert (D.SAMPLES_DIR/"ATTRIBUTION.md").is_file()
+    assert (SAMPLES_DIR/"ATTRIBUTION.md").is_file()
     for p in files:
         if p.suffix in (".tsv", ".txt") and "documents" not in p.parts:
             assert len(p.read_text().splitlines()) <= 501, p

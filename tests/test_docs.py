@@ -273,7 +273,7 @@ def test_every_page_in_the_browser(site, browser, base_url):
 
     SCREENS.mkdir(exist_ok=True)
     module = next((p for p in pages if p["html"] == "losses.html"), next(p for p in pages if p["modules"]))
-    paper = next((p for p in pages if p["html"] == "papers/pairsupcon.html"),
+    paper = next((p for p in pages if p["html"] == "papers/methods_pairsupcon.html"),
                  next(p for p in pages if p["section"] == "Papers"))
     for name, p in (("home", "index.html"), ("module", module["html"]), ("paper", paper["html"])):
         browser.get(urljoin(base_url, p)); wait_ready(browser)

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sentcl.data import SAMPLES_DIR
+from sentcl.data.layout import SAMPLES_DIR
 from sentcl.cli import add_eval_arguments, run_eval
 from sentcl.eval import RESULTS_SCHEMA, STS_AGGREGATION_BY_PAPER, TASK_FIELDS
 
@@ -134,9 +134,9 @@ MTEB_ALL_MINILM_L6_V2 = {"sts12": 72.369, "sts13": 80.603, "sts14": 75.6, "sts15
                     reason="slow check on the full STS data: set SENTCL_SLOW=1 (needs ../shared/data)")
 def test_default_model_matches_published_mteb_sts(tmp_path):
     import pandas as pd
-    from sentcl.data import load_sts
+    from sentcl.data.tasks import load_sts
     from sentcl.eval import spearman100
-    from sentcl.evalcore import as_encoder, cosine_rows, embed_unique
+    from sentcl.eval.common import as_encoder, cosine_rows, embed_unique
     out = tmp_path/"sts.json"
     assert eval_cli("--model", "default", "--tasks", "sts", "--data-dir", SHARED, "--out", out) == 0
     t = json.loads(out.read_text())["tasks"]
@@ -152,7 +152,7 @@ def test_default_model_matches_published_mteb_sts(tmp_path):
 def test_evaluation_modules_load_no_torch_or_sklearn():
     "Importing the evaluation and analysis modules loads neither torch nor scikit-learn (they load when first used)."
     import subprocess, sys
-    code = ("import sys, sentcl.eval, sentcl.senteval, sentcl.analysis, sentcl.error_analysis; "
+    code = ("import sys, sentcl.eval, sentcl.eval.senteval, sentcl.eval.analysis, sentcl.eval.error_analysis; "
             "print(sorted(m for m in ('torch', 'transformers', 'sklearn') if m in sys.modules))")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]

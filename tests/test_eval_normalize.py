@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 import sentcl.eval
-import sentcl.senteval
+import sentcl.eval.senteval
 from sentcl.cli import add_eval_arguments, run_eval
-from sentcl.data import SAMPLES_DIR
+from sentcl.data.layout import SAMPLES_DIR
 from sentcl.encoders import SentenceEncoder
 from sentcl.eval import evaluate
 
@@ -38,11 +38,11 @@ def mr_dir(tmp_path_factory):
 @pytest.fixture
 def classifier_inputs(monkeypatch):
     "The feature matrices every transfer protocol hands its classifier (`fit_families`, the one door)."
-    seen, real = [], sentcl.senteval.fit_families
+    seen, real = [], sentcl.eval.senteval.fit_families
     def spy(X, *args, **kwargs):
         seen.append(np.array(X))
         return real(X, *args, **kwargs)
-    monkeypatch.setattr(sentcl.senteval, "fit_families", spy)
+    monkeypatch.setattr(sentcl.eval.senteval, "fit_families", spy)
     return seen
 
 

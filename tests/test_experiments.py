@@ -12,13 +12,15 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from sentcl.catalog import EXPERIMENTS, get_experiment
+from sentcl.experiments.catalog.registry import EXPERIMENTS, get_experiment
 from sentcl.cli import main
-from sentcl.experiments import RESULTS_SCHEMA, check_results, plan_runs
+from sentcl.experiments.results import RESULTS_SCHEMA
+from sentcl.experiments.results import check_results
+from sentcl.experiments.plan import plan_runs
 from sentcl.methods import get_method
-from sentcl.parameters import parameter_names, parameters_cell
-from sentcl.report import write_report
-from sentcl.runner import notebooks_dir, run_batch
+from sentcl.experiments.parameters import parameter_names, parameters_cell
+from sentcl.experiments.report import write_report
+from sentcl.experiments.runner import notebooks_dir, run_batch
 
 ROOT = Path(__file__).resolve().parents[1]
 NBS = ROOT/"nbs"/"experiments"
@@ -49,10 +51,10 @@ def test_parameters_cell_holds_literals(name):
     assert names == PARAMETERS, f"{name}: parameters {sorted(names)}"
     out = [n for n in tree.body if n.targets[0].id == "out"][0]
     assert ast.literal_eval(out.value) == f"runs/experiments/{name}"
-    assert cells[0].source == parameters_cell(name), f"{name}: run tools/parameters_cells.py (sentcl.parameters changed)"
+    assert cells[0].source == parameters_cell(name), f"{name}: run tools/parameters_cells.py (sentcl.experiments.parameters changed)"
     source = "".join(c.source for c in nbformat.read(NBS/f"{name}.ipynb", 4).cells)
     assert f'experiment_session("{name}", **notebook_parameters(globals()))' in source and "session.save()" in source
-    assert "from sentcl.parameters import notebook_parameters" in source
+    assert "from sentcl.experiments.parameters import notebook_parameters" in source
 
 
 def test_parameters_cells_tool_catches_a_stale_cell():

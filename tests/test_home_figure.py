@@ -8,7 +8,7 @@ home_figure = importlib.util.module_from_spec(_spec); _spec.loader.exec_module(h
 
 
 def test_rows_are_catalogued_claims():
-    from sentcl.catalog import get_experiment
+    from sentcl.experiments.catalog.registry import get_experiment
     for exp, better, worse, column, *_ in home_figure.ROWS:
         e = get_experiment(exp)
         claims = {(k.better, k.worse) for k in e.contrasts if column in k.columns}
@@ -17,7 +17,7 @@ def test_rows_are_catalogued_claims():
 
 def test_every_row_measured_in_the_committed_study():
     "Every row whose two arms the committed study ran is drawn, with the plan's verdict and interval."
-    from sentcl.report import collect_results
+    from sentcl.experiments.report_results import collect_results
     docs = collect_results(ROOT/"results"/"cpu")
     ran = lambda exp, arm: exp in docs and any(r["arm"] == arm for r in docs[exp]["runs"])
     drawn = home_figure.study_contrasts(ROOT/"results"/"cpu")

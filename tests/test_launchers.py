@@ -16,8 +16,10 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from sentcl.launchers import ClusterOptions, TrainingJob, checkpoint_step, job_paths, make_executor
-from sentcl.train import RunOptions
+from sentcl.launch.slurm import ClusterOptions, make_executor
+from sentcl.launch.jobs import TrainingJob, checkpoint_step
+from sentcl.launch.batch import job_paths
+from sentcl.train.trainer import RunOptions
 
 ROOT = Path(__file__).resolve().parents[1]
 NBS = ROOT/"nbs"/"experiments"
@@ -41,30 +43,6 @@ def wait_for(condition, timeout: float, what: str, step: float = 0.05):
 def logged_steps(folder: Path) -> list:
     try: return [json.loads(l) for l in (folder/"metrics.jsonl").read_text().splitlines() if l.strip()]
     except (OSError, ValueError): return []
-
-
-# sentcl.launchers' __all__ before it was split into launcher_slurm, _jobs, _batch and _cli
-BEFORE_SPLIT = ["LAUNCHERS", "SCALAR_OPTIONS", "CLUSTER_FILE", "ENV_PREFIX", "SUBMITIT_FOLDER", "MAX_TIMEOUTS",
-                "parse_time", "parse_mem", "ClusterOptions", "read_cluster_file", "environment_settings",
-                "cluster_options", "executor_parameters", "submitit_folder", "sbatch_script", "make_executor",
-                "stop_descendants", "ExperimentJob", "checkpoint_step", "TrainingJob", "slurm_state_kind", "job_state",
-                "job_paths", "log_tail", "outcome_path", "job_outcome", "batch_runs", "training_order", "waves",
-                "run_on_scheduler", "experiment_state", "batch_status", "wave_scripts", "job_plan",
-                "add_launcher_arguments", "cluster_overrides", "add_status_parser", "run_status", "run_job_plan"]
-
-
-def test_every_name_of_before_the_split_imports_from_launchers():
-    "Callers (sentcl.cli, sentcl.runner, nbs/cluster.ipynb, lab scripts) keep `from sentcl.launchers import ...`."
-    import importlib
-    import sentcl.launchers as facade
-    assert [n for n in BEFORE_SPLIT if n not in facade.__all__] == []
-    namespace = {}
-    exec("from sentcl.launchers import *", namespace)
-    assert [n for n in BEFORE_SPLIT if n not in namespace] == []
-    pieces = [importlib.import_module(f"sentcl.launcher_{p}") for p in ("slurm", "jobs", "batch", "cli")]
-    home = {n: [m.__name__ for m in pieces if n in m.__all__] for n in BEFORE_SPLIT}
-    assert {n: len(ms) for n, ms in home.items() if len(ms) != 1} == {}  # each name has one home
-    assert all(getattr(facade, n) is getattr(importlib.import_module(home[n][0]), n) for n in BEFORE_SPLIT)
 
 
 def test_a_preempted_training_resumes_to_the_straight_result(tmp_path):

@@ -13,9 +13,9 @@ import torch
 from torch import nn
 
 from sentcl.encoders import SentenceEncoder
-from sentcl.gradients import compute_gradients
+from sentcl.train.gradients import compute_gradients
 from sentcl.methods import build_method
-from sentcl.train import RunOptions, train
+from sentcl.train.trainer import RunOptions, train
 
 DOC = "Document {} tells a long story about rivers, hills and the towns between them, with many small details."
 BATCHES = [{"anchors": [DOC.format(i + 4 * s)[s:] for i in range(4)],
@@ -47,7 +47,7 @@ def _ddp_worker(rank, world_size, port, out):
     import torch.distributed as dist
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     dist.init_process_group("gloo", rank=rank, world_size=world_size)
-    from sentcl.gradients import average_gradients, rank_slice
+    from sentcl.train.gradients import average_gradients, rank_slice
     method = _method()
     loss, _, queue = _steps(method, BATCHES, lambda b: rank_slice(b, rank, world_size))
     average_gradients(method)

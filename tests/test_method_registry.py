@@ -4,8 +4,8 @@ import argparse
 
 from sentcl.cli import build_parser
 from sentcl.methods import METHODS, get_method
-from sentcl.simcse import SimCSEUnsup
-from sentcl.train import RunOptions, train
+from sentcl.methods.simcse import SimCSEUnsup
+from sentcl.train.trainer import RunOptions, train
 
 
 class ToySimCSE(SimCSEUnsup):
@@ -31,7 +31,7 @@ def test_a_new_method_registers_trains_and_cites_its_paper(tmp_path, monkeypatch
 
 
 def test_every_registered_method_names_its_paper():
-    from sentcl.cards import BASELINE_CITATIONS
-    from sentcl.paper_numbers import PAPERS
+    from sentcl.train.cards import BASELINE_CITATIONS
+    from sentcl.data.paper_numbers import PAPERS
     for name, cls in METHODS.items():
         assert cls.paper in (*PAPERS, *BASELINE_CITATIONS), f"{name}: paper {cls.paper!r}"

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from sentcl.encoders import SentenceEncoder
-from sentcl.gradients import compute_gradients
+from sentcl.train.gradients import compute_gradients
 from sentcl.methods import build_method
 
 PREMISES = ["A man is playing a guitar on stage.", "Two dogs run through a field.", "A woman is cutting vegetables.", "Kids are swimming in a pool."]

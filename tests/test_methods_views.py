@@ -8,7 +8,8 @@ import warnings
 import pytest
 import torch
 
-from sentcl import data, views
+from sentcl import data
+from sentcl import views
 from sentcl.encoders import SentenceEncoder
 from sentcl.methods import METHODS, build_method
 
@@ -17,9 +18,9 @@ SMALL_SPANS = {"num_anchors": 2, "num_positives": 2, "min_span": 8, "max_span": 
 
 
 def _view_data(view):
-    if view in ("pairs", "premise_groups", "nli3", "triplets"): return data.load_nli("snli", "train", data_dir=data.SAMPLES_DIR)
-    if view in ("dropout", "negation"): return data.load_sentences("wiki1m", data_dir=data.SAMPLES_DIR, limit=16)
-    if view == "spans": return data.load_documents(data_dir=data.SAMPLES_DIR)
+    if view in ("pairs", "premise_groups", "nli3", "triplets"): return load_nli("snli", "train", data_dir=SAMPLES_DIR)
+    if view in ("dropout", "negation"): return load_sentences("wiki1m", data_dir=SAMPLES_DIR, limit=16)
+    if view == "spans": return load_documents(data_dir=SAMPLES_DIR)
     raise AssertionError(view)
 
 

@@ -1,6 +1,6 @@
 """Experiment notebooks do not state a small preset's settings by hand.
 
-A sentence about what `cpu` or `cpu-smoke` runs is rendered from the preset (`sentcl.catalog.preset_summaries`,
+A sentence about what `cpu` or `cpu-smoke` runs is rendered from the preset (`sentcl.experiments.describe.preset_summaries`,
 shown in a code cell of each notebook); typed numbers drift (eighteen notebooks said 200 steps after the preset
 moved to 100). This test reads the markdown of every `nbs/experiments/*.ipynb`, attributes each stretch of text
 to the preset it follows (`cpu`, `cpu-smoke`, `paper`, or "CPU study"), and finds the settings it states:
@@ -17,7 +17,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from sentcl.catalog import EXPERIMENTS, preset_facts
+from sentcl.experiments.catalog.registry import EXPERIMENTS
+from sentcl.experiments.describe import preset_facts
 
 ROOT = Path(__file__).resolve().parents[1]
 NBS = ROOT/"nbs"/"experiments"

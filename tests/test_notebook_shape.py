@@ -38,11 +38,11 @@ def test_a_notebook_with_a_known_shape(tmp_path):
 
 def test_the_model_notebooks_meet_the_bar():
     "Issue 24 item 9's four notebooks, the 02_data and 13d_launchers splits, and 13a-13h: median <= 12, >= 80% tested."
-    names = ["01_encoders", "01a_st_modules", "07d_supcon", "02_data", "02a_data_layout", "02b_data_hub",
-             "02c_data_tasks", "02d_data_corpora", "11_cli", "13d_launchers", "13d0_launcher_slurm",
-             "13d1_launcher_jobs", "13d2_launcher_batch", "13d3_launcher_cli", "13e_power", "13f_costs",
-             "13g_rehearsal_data", "13h_rehearsal", "13a_catalog", "13b_runner", "13c_report",
-             "13c0_report_results"]
+    names = ["20_encoders", "21_st_modules", "33_methods_supcon", "02_data", "10_data_layout", "11_data_hub",
+             "12_data_tasks", "13_data_corpora", "90_cli", "13d_launchers", "80_launch_slurm",
+             "81_launch_jobs", "82_launch_batch", "83_launch_cli", "63_experiments_power", "62_experiments_costs",
+             "70_experiments_rehearsal_data", "71_experiments_rehearsal", "69_catalog_registry", "77_experiments_runner", "79_experiments_report",
+             "78_experiments_report_results"]
     for n in names:
         s = ns.shape(ROOT/"nbs"/f"{n}.ipynb")
         assert s["median"] <= ns.MEDIAN_BAR and s["share"] >= ns.TESTED_BAR, (n, s)

@@ -7,9 +7,10 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file
 
-from sentcl.catalog import get_experiment
-from sentcl.experiments import plan_runs, train_run
-from sentcl.rehearsal import REHEARSAL_LAYERS
+from sentcl.experiments.catalog.registry import get_experiment
+from sentcl.experiments.plan import plan_runs
+from sentcl.experiments.execute import train_run
+from sentcl.experiments.rehearsal import REHEARSAL_LAYERS
 
 
 def _weights(folder: Path) -> dict:
@@ -47,8 +48,8 @@ REHEARSED = {  # one experiment per paper, through the batch runner and papermil
 
 
 def test_the_paper_path_rehearses_one_experiment_per_paper(tmp_path):
-    from sentcl.report import write_report
-    from sentcl.runner import experiment_done, run_batch
+    from sentcl.experiments.report import write_report
+    from sentcl.experiments.runner import experiment_done, run_batch
     out = tmp_path/"rehearsal"
     for name, arms in REHEARSED.items():
         table = run_batch([name], "paper", out, parameters={"rehearse": True, "arms": arms}, log=print)

@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pytest
 
-import sentcl.runner as runner
-from sentcl.catalog import get_experiment
+import sentcl.experiments.runner as runner
+from sentcl.experiments.catalog.registry import get_experiment
 from sentcl.core import SentclError
-from sentcl.experiments import ExperimentSession, plan_runs, read_plan
-from sentcl.runner import PLAN_FILE, plan_experiment, run_batch
+from sentcl.experiments.session import ExperimentSession
+from sentcl.experiments.plan import plan_runs, read_plan
+from sentcl.experiments.runner import PLAN_FILE, plan_experiment, run_batch
 
 FAST = "sncse-figure4"  # the quickest experiment notebook under cpu-smoke
 SESSION = sys.modules[ExperimentSession.__module__]  # the module whose plan_runs a session would call

@@ -1,4 +1,4 @@
-"""sentcl.plots in fresh processes: importing it changes no global matplotlib state, and headless runs need no display."""
+"""sentcl.eval.plots in fresh processes: importing it changes no global matplotlib state, and headless runs need no display."""
 import json
 import os
 import subprocess
@@ -9,7 +9,7 @@ import pytest
 PROBE = r"""
 import json, sys, matplotlib as mpl
 before = {k: v for k, v in mpl.rcParams.copy().items() if k != "backend"}  # reading "backend" would resolve it
-import sentcl.plots as P
+import sentcl.eval.plots as P
 backend_chosen_at_import = mpl.rcParams._get_backend_or_none() is not None
 same_rc = {k: v for k, v in mpl.rcParams.copy().items() if k != "backend"} == before
 backend = P.headless_backend()
@@ -43,8 +43,8 @@ def test_explicit_backend_is_respected(tmp_path):
 
 
 def test_analysis_numbers_need_no_matplotlib():
-    "sentcl.analysis and sentcl.error_analysis compute the figures' numbers without importing matplotlib or seaborn."
-    code = ("import sys, numpy as np, pandas as pd, sentcl.analysis as A, sentcl.error_analysis as E; "
+    "sentcl.eval.analysis and sentcl.eval.error_analysis compute the figures' numbers without importing matplotlib or seaborn."
+    code = ("import sys, numpy as np, pandas as pd, sentcl.eval.analysis as A, sentcl.eval.error_analysis as E; "
             "x = np.random.default_rng(0).normal(size=(20, 4)); "
             "A.alignment(x, x + 0.1); A.uniformity(x); E.rank_error_table(x[:, 0], x[:, 1]); "
             "print(sorted(m for m in ('matplotlib', 'seaborn') if m in sys.modules))")

@@ -100,7 +100,7 @@ def test_a_data_folder_adds_to_the_smoke_presets_stand_ins(tmp_path):
 
 def test_a_data_folder_with_part_of_a_corpus_does_not_hide_the_samples_other_part(tmp_path):
     "A folder holding SNLI's dev and test (no train) before @samples: train comes from the bundled sample."
-    from sentcl.data import load_nli, load_nli_triplets
+    from sentcl.data.corpora import load_nli, load_nli_triplets
     snli = tmp_path/"data"/"nli"/"snli"; snli.mkdir(parents=True)
     sample = ROOT/"sentcl"/"samples"/"nli"/"snli"/"train.tsv"
     for split in ("dev", "test"): shutil.copy(sample, snli/f"{split}.tsv")
@@ -140,7 +140,7 @@ def test_status_report_and_compare_change_no_file(small_batch, tmp_path, capsys)
 
 def test_a_transient_read_error_is_retried_never_taken_for_damage(tmp_path, monkeypatch):
     import errno
-    from sentcl.experiment_execute import read_json
+    from sentcl.core import read_json
     p = tmp_path/"results.json"; p.write_text('{"complete": true}')
     real_bytes, real_text, failed = Path.read_bytes, Path.read_text, []
     def once(real):
@@ -154,7 +154,7 @@ def test_a_transient_read_error_is_retried_never_taken_for_damage(tmp_path, monk
 
 
 def test_a_damaged_file_set_aside_never_overwrites_an_earlier_one(tmp_path):
-    from sentcl.experiment_execute import read_json
+    from sentcl.core import read_json
     p = tmp_path/"eval.json"
     for text in ("{first", "{second"):
         p.write_text(text); assert read_json(p, set_aside=True) is None

@@ -1,6 +1,6 @@
 """The papers' published numbers (sentcl/published/*.json): schema, averages, cross-table repeats, spot checks.
 
-The schema and average checks here are written independently of `sentcl.paper_numbers`, so a bug in the loader's
+The schema and average checks here are written independently of `sentcl.data.paper_numbers`, so a bug in the loader's
 own checks cannot hide a transcription error.
 """
 import json
@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from sentcl.core import SentclError
-from sentcl.paper_numbers import (PAPERS, average_mismatches, list_tables, load_published, published_table,
-                                  published_value, validate_published)
+from sentcl.data.paper_numbers import (PAPERS, average_mismatches, list_tables, load_published, published_table,
+    published_value, validate_published)
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "sentcl" / "published"
@@ -86,7 +86,7 @@ def test_schema(paper):
 
 def test_columns_use_a_known_vocabulary():
     "sentcl's task names where sentcl has the task, SentEval's lower-cased otherwise, and a few derived columns."
-    from sentcl.data import CLUSTERING_SETS, STS_TASKS, TRANSFER_SETS
+    from sentcl.data.tasks import CLUSTERING_SETS, STS_TASKS, TRANSFER_SETS
     from sentcl.eval import FEWSHOT_TASKS
     senteval_only = {"sst5", "sicke", "snli", "imagecaptionretrieval", "mrpc_f1",
                      "length", "wordcontent", "depth", "topconstituents", "bigramshift", "tense", "subjnumber",

@@ -1,4 +1,4 @@
-"README's CPU-study numbers are the findings page's: both are `sentcl.report_results.study_summary` of results/."
+"README's CPU-study numbers are the findings page's: both are `sentcl.experiments.report_results.study_summary` of results/."
 import importlib.util
 import json
 from pathlib import Path

@@ -5,14 +5,17 @@ from concurrent.futures import ProcessPoolExecutor
 import datasets
 import pytest
 
-from sentcl import data as sdata
-from sentcl.catalog import EXPERIMENTS
+from sentcl.data.corpora import LABELS, TRIPLET_COLUMNS, load_nli, load_nli_triplets, load_openwebtext, load_sentences
+from sentcl.data.hub import HUB
+from sentcl.data.tasks import PROBING_TASKS, load_probing, load_sts, load_transfer
+from sentcl.experiments.catalog.registry import EXPERIMENTS
 from sentcl.core import SentclError
-from sentcl.data import sample_fraction
+from sentcl.data.corpora import sample_fraction
 from sentcl.eval import STS_SUBSET_TASKS, TASK_GROUPS, evaluate, task_kind
-from sentcl.experiments import plan_runs
-from sentcl.rehearsal_data import (CLUSTERING_K, HUB_CORPORA, MANIFEST, STAND_IN_NOTE, STS_SOURCES, hub_builder,
-                                   hub_file, paper_tasks, write_hub_files, write_rehearsal_data)
+from sentcl.experiments.plan import plan_runs
+from sentcl.experiments.rehearsal_data import (CLUSTERING_K, HUB_CORPORA, MANIFEST, STAND_IN_NOTE, STS_SOURCES,
+    paper_tasks, write_hub_files, write_rehearsal_data)
+from sentcl.data.hub import hub_builder, hub_file
 
 
 @pytest.fixture(scope="module")
@@ -48,8 +51,8 @@ def test_every_paper_task_gives_its_entry(eval_folder):
 
 def test_folder_says_what_it_is(eval_folder):
     assert STAND_IN_NOTE in (eval_folder/"README.md").read_text()
-    assert sorted(p.name for p in (eval_folder/"probing").iterdir()) == sorted(sdata.PROBING_TASKS.values())
-    assert sdata.load_probing("depth", "train", data_dir=eval_folder).label.nunique() > 2
+    assert sorted(p.name for p in (eval_folder/"probing").iterdir()) == sorted(PROBING_TASKS.values())
+    assert load_probing("depth", "train", data_dir=eval_folder).label.nunique() > 2
 
 
 def _write_small(folder):
@@ -62,7 +65,7 @@ def test_concurrent_writers_agree(tmp_path):
     with ProcessPoolExecutor(2) as pool: out = list(pool.map(_write_small, [target, target]))
     assert out == [str(target)] * 2 and (target/MANIFEST).is_file()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["shared"]
-    assert len(sdata.load_transfer("trec", "train", data_dir=target)) == 120
+    assert len(load_transfer("trec", "train", data_dir=target)) == 120
 
 
 def test_bad_requests_are_one_line_errors(tmp_path):
@@ -76,7 +79,7 @@ def test_bad_requests_are_one_line_errors(tmp_path):
 def hub_redirect(monkeypatch, hub_folder):
     "`datasets.load_dataset` of a `HUB` source answered from the local hub files, as `$SENTCL_HUB_FILES` will do."
     real = datasets.load_dataset
-    sources = {(s.path, s.config, s.data_files): s for s in (sdata.HUB[k] for k in HUB_CORPORA)}
+    sources = {(s.path, s.config, s.data_files): s for s in (HUB[k] for k in HUB_CORPORA)}
 
     def local(path, name=None, split=None, revision=None, data_files=None, streaming=False, **kw):
         source = sources[path, name, data_files]
@@ -90,15 +93,15 @@ def hub_redirect(monkeypatch, hub_folder):
 
 def test_hub_loaders_read_the_hub_files(hub_redirect):
     "sentcl's own hub code path (column maps, ClassLabel ids, unlabelled rows, DeCLUTR's filter) on the local files."
-    snli = sdata.load_nli("snli", "train")
-    assert set(snli.label) == set(sdata.LABELS) and snli.attrs["dropped_unlabeled"] > 0
-    assert len(sdata.load_nli("multi_nli", "dev_mismatched")) > 200
-    triplets = sdata.load_nli_triplets("simcse")
-    assert list(triplets.columns) == list(sdata.TRIPLET_COLUMNS) and len(triplets) >= 2 * 1024
-    assert len(sdata.load_sentences("wiki1m")) >= 2 * 1024
-    dev = sdata.load_sts("stsb", "dev")
+    snli = load_nli("snli", "train")
+    assert set(snli.label) == set(LABELS) and snli.attrs["dropped_unlabeled"] > 0
+    assert len(load_nli("multi_nli", "dev_mismatched")) > 200
+    triplets = load_nli_triplets("simcse")
+    assert list(triplets.columns) == list(TRIPLET_COLUMNS) and len(triplets) >= 2 * 1024
+    assert len(load_sentences("wiki1m")) >= 2 * 1024
+    dev = load_sts("stsb", "dev")
     assert len(dev) == 250 and dev.score.between(0, 5).all()
-    docs = sdata.load_openwebtext(limit=3)
+    docs = load_openwebtext(limit=3)
     assert len(docs) == 3 and docs.attrs["skipped_short"] == 0
 
 
@@ -114,7 +117,7 @@ def test_hub_files_hold_two_paper_batches(hub_folder, tmp_path):
     assert set(largest) == {"simcse", "wiki1m", "snli", "snli+multi_nli", "openwebtext"}, largest
     sizes = {}
     for kind, name in HUB_CORPORA:
-        p = hub_file(sdata.HUB[kind, name], "train", hub_folder)
+        p = hub_file(HUB[kind, name], "train", hub_folder)
         sizes[name] = len(datasets.load_dataset(hub_builder(p), data_files={"train": str(p)}, split="train",
                                                 cache_dir=str(tmp_path/"cache")))
     for corpus, batch in largest.items():

@@ -12,11 +12,11 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from sentcl.checkpoints import CHECKPOINT, CHECKSUMS, PREVIOUS, load_checkpoint
+from sentcl.train.checkpoints import CHECKPOINT, CHECKSUMS, PREVIOUS, load_checkpoint
 from sentcl.cli import main
 from sentcl.core import SentclError
-from sentcl.data import SAMPLES_DIR
-from sentcl.train import RunOptions, train
+from sentcl.data.layout import SAMPLES_DIR
+from sentcl.train.trainer import RunOptions, train
 
 WIKI = str(SAMPLES_DIR / "wiki" / "wiki1m_sample_wikitext.txt")
 TINY_RUN = ["--model", "tiny", "--preset", "cpu-smoke", "--train-data", WIKI, "--batch-size", "4", "--no-progress"]
@@ -327,7 +327,7 @@ def test_kill_9_and_resume_is_bit_identical(tmp_path, capsys, straight_run):
     rc, _, err = cli(capsys, *run, "--out", killed, "--resume", "--save-every", "1")
     assert rc == 0, err
     assert same_weights(straight_run, f"{killed}/model")
-    assert before > 0 and json.loads(Path(killed, "summary.json").read_text())["seconds"] > before  # wiring; 08_train tests the sum
+    assert before > 0 and json.loads(Path(killed, "summary.json").read_text())["seconds"] > before  # wiring; 46_train_trainer tests the sum
 
 
 def test_a_reader_that_stops_early_is_not_an_error():
@@ -371,11 +371,11 @@ def test_a_kill_before_the_summary_keeps_the_selected_model(tmp_path, monkeypatc
     """The run selects step 4's model (dev 3.0 of 1.0, 3.0, 2.0); killed as its finish writes summary.json, then
     resumed: model/ holds step 4's weights, as an uninterrupted run's, not step 5's; a finished run resumed again
     keeps them too."""
-    import sentcl.train
+    import sentcl.train.trainer
     dev = scripted_dev([1.0, 3.0, 2.0])
     straight = select_run(tmp_path / "straight", dev)
     assert straight["best_dev"] == 3.0 and not (tmp_path / "straight" / "best").exists()
-    write_json = sentcl.train.write_json
+    write_json = sentcl.core.write_json
 
     def killed_at_summary(path, obj, **kw):
         if Path(path).name == "summary.json":
@@ -433,7 +433,7 @@ def test_a_finished_run_is_kept_unless_forced(tmp_path, capsys):
 
 def test_a_lock_taken_over_is_left_to_its_new_holder(tmp_path):
     """A holder whose lock was taken over leaves the new holder's lock on release; a refresh that fails is retried."""
-    from sentcl.experiment_execute import TrainingLock
+    from sentcl.experiments.execute import TrainingLock
     successor = json.dumps({"host": "node7", "pid": 2, "token": "theirs"})
     lock = TrainingLock(tmp_path, beat=60)
     with pytest.raises(RuntimeError):
@@ -459,7 +459,7 @@ def test_a_lock_taken_over_is_left_to_its_new_holder(tmp_path):
 HOLDER = """
 import sys, time
 from sentcl.core import SentclError
-from sentcl.experiment_execute import TrainingLock
+from sentcl.experiments.execute import TrainingLock
 try:
     with TrainingLock(sys.argv[1], beat=0.2, stale=1.0):
         print("held", flush=True)
@@ -473,7 +473,7 @@ except SentclError as e:
 def test_a_suspended_holder_taken_over_stops(tmp_path):
     """A job suspended (SIGSTOP) past the stale time, whose run another process took over meanwhile, stops when it
     continues (SIGCONT), with one line, instead of training on beside the new holder."""
-    from sentcl.experiment_execute import TrainingLock
+    from sentcl.experiments.execute import TrainingLock
     proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(tmp_path)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     try:
@@ -494,7 +494,7 @@ def test_a_suspended_holder_taken_over_stops(tmp_path):
 
 def test_sentcl_train_waits_for_the_run_folders_lock(tmp_path):
     """`sentcl train` takes its run folder's training lock: while another process trains the folder, it waits."""
-    from sentcl.experiment_execute import TrainingLock
+    from sentcl.experiments.execute import TrainingLock
     out = tmp_path / "run"
     cmd = [str(Path(sys.executable).parent / "sentcl"), "train", "simcse-unsup", *TINY_RUN, "--max-steps", "2",
            "--out", str(out)]

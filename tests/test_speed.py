@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sentcl.data import SAMPLES_DIR
+from sentcl.data.layout import SAMPLES_DIR
 
 SENTCL = str(Path(sys.executable).parent / "sentcl")
 

@@ -9,11 +9,12 @@ import numpy as np
 import pytest
 import torch
 
-import sentcl.declutr
+import sentcl.methods.declutr
 import sentcl.st as st
 from sentcl.cli import add_eval_arguments, run_eval
 from sentcl.core import SentclError
-from sentcl.data import SAMPLES_DIR, load_documents, load_nli
+from sentcl.data.layout import SAMPLES_DIR
+from sentcl.data.corpora import load_documents, load_nli
 from sentcl.encoders import SentenceEncoder
 from sentcl.methods import build_method
 from sentcl.views import build_view
@@ -75,7 +76,7 @@ def test_declutr_trains_and_equals_sentcl_with_the_same_masks(tmp_path, monkeypa
         warnings.simplefilter("ignore")                                          # tiny has no pretrained MLM head
         loss = st.copy_heads(m, st.DeCLUTRLoss(model)).eval()
     fixed = lambda seed, *parts: torch.Generator().manual_seed(seed)            # the same masks in both
-    monkeypatch.setattr(sentcl.declutr, "batch_generator", fixed)
+    monkeypatch.setattr(sentcl.methods.declutr, "batch_generator", fixed)
     monkeypatch.setattr(st, "batch_generator", fixed)
     batch = build_view("spans", docs, m.encoder.tokenizer, min_span=8, max_span=32).make_batch(
         np.arange(3), np.random.default_rng(0))

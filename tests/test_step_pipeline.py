@@ -10,7 +10,7 @@ from safetensors.torch import load_file
 
 from sentcl.batching import PreparedBatches, batch_loader
 from sentcl.methods import METHODS, build_method
-from sentcl.train import RunOptions, resolve, train, training_view
+from sentcl.train.trainer import RunOptions, resolve, train, training_view
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT/"tools"))

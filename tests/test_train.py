@@ -9,9 +9,9 @@ import pytest
 import torch
 from torch import nn
 
-from sentcl.gradients import compute_gradients
+from sentcl.train.gradients import compute_gradients
 from sentcl.methods import METHODS, build_method
-from sentcl.train import RunOptions, resolve, training_view
+from sentcl.train.trainer import RunOptions, resolve, training_view
 
 ROOT = Path(__file__).resolve().parents[1]
 SENTCL = str(Path(sys.executable).parent / "sentcl")
@@ -65,7 +65,7 @@ def _ddp_worker(rank, world_size, port, name, out):
     import torch.distributed as dist
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     dist.init_process_group("gloo", rank=rank, world_size=world_size)
-    from sentcl.gradients import average_gradients, rank_slice
+    from sentcl.train.gradients import average_gradients, rank_slice
     method, batch = method_and_batch(name)
     method.train()
     torch.manual_seed(1)
@@ -183,7 +183,7 @@ def test_show_config_lists_the_paper_preset():
 def test_report_to_tensorboard_writes_curves_read_back_from_the_event_files(tmp_path):
     """Issue 38 item 2: each loss term, the learning rate, throughput and dev scores, across a resume, read back from the
     event files as TensorBoard reads them."""
-    from sentcl.curves import read_scalars
+    from sentcl.train.curves import read_scalars
     out = tmp_path / "run"
     base = ["train", "pairsupcon", "--model", "tiny", "--preset", "cpu-smoke", "--batch-size", "4", "--max-steps", "4",
             "--eval-every", "2", "--out", str(out), "--no-progress", "--report-to", "tensorboard"]

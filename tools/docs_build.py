@@ -87,6 +87,7 @@ class Page:
     proc: Path | None = None  # nbdev-processed notebook, for nbs/ notebooks
     modules: list = field(default_factory=list)  # sentcl modules this notebook exports to
     api: list = field(default_factory=list)      # (module, name) pairs of __all__ defined in this notebook
+    group: str = ""           # library pages: the package of the module, which groups them in the sidebar
 
     @property
     def html(self) -> str: return str(self.md.with_suffix(".html"))
@@ -128,13 +129,14 @@ def module_symbols(lib: str, nbs: str) -> dict[str, list[tuple[str, str]]]:
     assigned to the notebook whose exported cell defines it (the `# %% ../nbs/X.ipynb` markers)."""
     out: dict[str, list] = {}
     for py in sorted((ROOT / lib).rglob("*.py")):
-        if py.name.startswith("_"): continue
+        if py.name.startswith("_") and py.name != "__init__.py": continue  # a package's face is its __init__
         src = py.read_text()
         tree = ast.parse(src)
         names = next((ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign)
                       and any(getattr(t, "id", None) == "__all__" for t in n.targets)), None)
         if not names: continue
-        module = ".".join(py.relative_to(ROOT).with_suffix("").parts)
+        parts = py.relative_to(ROOT).with_suffix("").parts
+        module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
         marks = [(src.count("\n", 0, m.start()) + 1, m.group("nb")) for m in _CELL_MARK.finditer(src)]
         header = re.search(r"File to edit: (?:\.\./)*(\S+\.ipynb)", src)
         default_nb = header.group(1) if header else (marks[0][1] if marks else None)
@@ -170,6 +172,12 @@ def _default_exp(src: Path) -> str | None:
     return None
 
 
+def package_of(lib: str, exp: str) -> str:
+    "The sidebar group of a library page: its module's package (`data.layout` -> `sentcl.data`, `losses` -> `sentcl`)."
+    parts = exp.removesuffix(".__init__").split(".")
+    return ".".join([lib] + parts[:1]) if len(parts) > 1 or exp.endswith(".__init__") else lib
+
+
 def notebook_pages(cfg: dict, symbols: dict) -> list[Page]:
     nbs = ROOT / cfg.get("nbs_path", "nbs")
     lib = cfg.get("lib_name", "sentcl")
@@ -191,7 +199,8 @@ def notebook_pages(cfg: dict, symbols: dict) -> list[Page]:
         api = symbols.get(rel.as_posix(), [])
         modules = list(dict.fromkeys(([f"{lib}.{exp}"] if exp else []) + [m for m, _ in api]))
         pages.append(Page(src=src, md=md, title=str(fm.get("title") or rel.stem), proc=proc, section=section,
-                          order=(fm.get("order", 1000), _natural(rel.name)), modules=modules, api=api))
+                          order=(fm.get("order", 1000), _natural(rel.name)), modules=modules, api=api,
+                          group=package_of(lib, exp) if exp else ""))
     return pages
 
 
@@ -565,7 +574,12 @@ def nav(pages: list[Page]) -> list:
     names = [s for s in order if s in sections] + [s for s in sections if s not in order]
     out = [{"Home": str(home[0].md)}] if home else []
     for s in names:
-        out.append({s: [{p.title: str(p.md)} for p in sorted(sections[s], key=lambda p: p.order)]})
+        ordered = sorted(sections[s], key=lambda p: p.order)
+        if not any(p.group for p in ordered):
+            out.append({s: [{p.title: str(p.md)} for p in ordered]}); continue
+        groups: dict[str, list] = {}  # library pages grouped by package, in the order the notebooks build on each other
+        for p in ordered: groups.setdefault(p.group, []).append({p.title: str(p.md)})
+        out.append({s: [{g: entries} for g, entries in groups.items()]})
     return out
 
 

@@ -2,7 +2,7 @@
 nothing extra synchronised; variants eager / one forward / compiled; peak memory. The costs page reads the result.
 
 `sentcl experiments run --preset paper --dry-run` prices each training by the pace this check measured for its step
-shape (`sentcl.costs`: method, model, batch, lengths, precision, one forward or two, compiled or not), and by a lower
+shape (`sentcl.experiments.costs`: method, model, batch, lengths, precision, one forward or two, compiled or not), and by a lower
 bound from its FLOPs where no check timed the shape. This script times, for one training of each kind the papers run:
 
 - SimCSE, SNCSE's baseline (`sncse-table2`, arm `simcse`): BERT-base, 64 sentences, two dropout views;
@@ -13,7 +13,7 @@ bound from its FLOPs where no check timed the shape. This script times, for one 
 
 Each is the paper preset's configuration on a model of the paper's architecture at full depth with seeded random
 weights (the weights cannot be had offline; a step's speed and memory do not depend on them), fed the offline corpus
-of the same kind (`sentcl.presets.CPU_CORPORA` in `--data-dir`), through sentcl's own `train`: batches made in
+of the same kind (`sentcl.train.presets.CPU_CORPORA` in `--data-dir`), through sentcl's own `train`: batches made in
 DataLoader workers (`--workers`, default: sentcl's choice for the device), loss terms read every `log_every` steps.
 Variants, where the method has the choice: **eager** (`one_forward=False`: a forward pass per view or side, as
 sentcl ran before issue 35), **one forward** (`one_forward=True`), **compiled** (`--compile`, with the method's own
@@ -38,14 +38,14 @@ A GPU loan, step by step: `--stage runs/gpu-stage` (here) copies into that folde
 data it trains on (nli/snli, wiki, documents), the offline model's tokenizer files, and the pure-Python packages
 sentcl imports that such a machine has been found without (fastcore); it prints the command to run there, with
 `runs/gpu-stage` carried (runs/ is ignored by git, the folder is about 12 MB). Then commit `results/gpu` and rerun
-`nbs/13f_costs.ipynb`.
+`nbs/62_experiments_costs.ipynb`.
 
 `--cpu-smoke` checks the script where there is no GPU: one layer per model, at most 4 examples a batch, 2 timed steps
 after 1, fp32, no compiled variant (`--cpu-compile` adds it), no time budget. Its numbers say nothing about a GPU.
 
 On a GPU machine without sentcl's offline model, pass `--tokenizer` a folder with its tokenizer files (BERT's
 uncased WordPiece); the data folder needs nli/, wiki/ and documents/ in sentcl's layout. `results/gpu/` holds the
-last run that was committed; the costs page (`nbs/13f_costs.ipynb`) is computed from it.
+last run that was committed; the costs page (`nbs/62_experiments_costs.ipynb`) is computed from it.
 """
 from __future__ import annotations
 
@@ -83,7 +83,7 @@ def random_model(model:str, folder:Path, tokenizer:Path, layers:int|None) -> Pat
     "A seeded random model of paper model `model`'s architecture (`layers` of them; None: all), saved once."
     import torch
     from transformers import AutoModel, AutoTokenizer
-    from sentcl.rehearsal import paper_architecture, rehearsal_config
+    from sentcl.experiments.rehearsal import paper_architecture, rehearsal_config
     if (folder/"config.json").exists(): return folder
     tok = AutoTokenizer.from_pretrained(str(tokenizer))
     config = rehearsal_config(model, len(tok), tok.pad_token_id, layers=layers or paper_architecture(model)[2].layers)
@@ -97,7 +97,7 @@ def step_window(warmup:int, steps:int, cuda:bool):
     """While inside: the wall-clock seconds of steps warmup+1 .. warmup+steps of the training, the GPU synchronised only
     before the first and after the last of them; and the CPU's wait between consecutive steps (for the next batch)."""
     import torch
-    from sentcl.train import Trainer
+    from sentcl.train.trainer import Trainer
     sync = torch.cuda.synchronize if cuda else (lambda: None)
     step, rec = Trainer.train_step, {"n": 0, "t0": None, "t1": None, "waits": [], "last_end": None}
     def timed(self, batch):
@@ -117,11 +117,11 @@ def step_window(warmup:int, steps:int, cuda:bool):
 def measure(exp:str, arm:str, precision:str, variant:str, args) -> dict:
     "Train `arm` of `exp` as the paper preset plans it, in `variant`, warm-up then timed steps; what it took."
     import torch
-    from sentcl.catalog import get_experiment
-    from sentcl.experiment_plan import plan_runs
+    from sentcl.experiments.catalog.registry import get_experiment
+    from sentcl.experiments.plan import plan_runs
     from sentcl.methods import get_method
-    from sentcl.presets import CPU_CORPORA
-    from sentcl.train import RunOptions, train
+    from sentcl.train.presets import CPU_CORPORA
+    from sentcl.train.trainer import RunOptions, train
     from sentcl.views import VIEWS
     run = next(r for r in plan_runs(get_experiment(exp), "paper", args.out/"plan"/exp, arms=[arm]) if r.method)
     c, (config, compiled) = run.config, variant_settings(run.method, variant)
@@ -151,9 +151,9 @@ def measure(exp:str, arm:str, precision:str, variant:str, args) -> dict:
 
 
 def with_estimates(row:dict, gpu:str) -> dict:
-    "The row with `sentcl.costs`' estimates for its shape: memory (GB) and the share of the GPU's peak the step reached."
-    from sentcl.costs import gpu_peaks, step_flops, step_memory
-    from sentcl.runner import gpu_check_run
+    "The row with `sentcl.experiments.costs`' estimates for its shape: memory (GB) and the share of the GPU's peak the step reached."
+    from sentcl.experiments.costs import gpu_peaks, step_flops, step_memory
+    from sentcl.experiments.runner import gpu_check_run
     if "error" in row or "skipped" in row: return row
     try: run, peaks = gpu_check_run(row), gpu_peaks(gpu)
     except Exception as e:  # e.g. pandas missing on the GPU machine: the costs page computes them from the row anyway
@@ -263,7 +263,7 @@ def main(argv=None) -> int:
     print(f"{gpu}, torch {torch.__version__}; {len(todo)} trainings planned, budget {args.budget:g} s"
           + ("" if spacy else "; SNCSE left out (no spaCy model)"), flush=True)
     for exp, arm, precision, variant in todo:
-        from sentcl.catalog import get_experiment
+        from sentcl.experiments.catalog.registry import get_experiment
         method = get_experiment(exp).arm(arm).method
         if variant_settings(method, variant)[0] is None: continue  # no one-forward choice: eager is the only layout
         key = {"experiment": exp, "arm": arm, "precision": precision, "variant": variant}

@@ -2,8 +2,8 @@
 
 One row per central claim, all on STS (Spearman x100, the paper's average or its stand-in): the paired difference
 of each seed (dots), their mean (bar; green when every seed goes the paper's way), the paper's difference (diamond).
-Each row's verdict is the study's analysis plan's (`sentcl.catalog.CPU_ANALYSIS_PLAN`, applied by
-`sentcl.report_results.family_verdicts`: the Holm-adjusted t-interval over the study's family of claim columns), with
+Each row's verdict is the study's analysis plan's (`sentcl.experiments.catalog.registry.CPU_ANALYSIS_PLAN`, applied by
+`sentcl.experiments.report_results.family_verdicts`: the Holm-adjusted t-interval over the study's family of claim columns), with
 that interval, recomputed from the per-seed differences, not read from the status stored with the results.
 Run it after `sentcl experiments run --preset cpu --out results/cpu`:
 
@@ -39,10 +39,10 @@ ROWS = [
 
 def study_contrasts(results: Path) -> pd.DataFrame:
     "The rows of ROWS that the study measured, relabelled for the chart; a one-line error when none was."
-    from sentcl.catalog import CPU_ANALYSIS_PLAN
-    from sentcl.power import _signed
-    from sentcl.report import collect_results
-    from sentcl.report_results import family_verdicts
+    from sentcl.experiments.catalog.registry import CPU_ANALYSIS_PLAN
+    from sentcl.experiments.power import _signed
+    from sentcl.experiments.report_results import collect_results
+    from sentcl.experiments.report_results import family_verdicts
     docs = collect_results(results)
     family, rows = family_verdicts(docs, CPU_ANALYSIS_PLAN), []
     for exp, better, worse, column, b_label, w_label in ROWS:
@@ -65,8 +65,8 @@ def main(argv=None) -> int:
     ap.add_argument("--results", default=str(ROOT / "results" / "cpu"), help="a `sentcl experiments run` folder")
     ap.add_argument("--out", default=str(ROOT / "nbs" / "images" / "cpu_study"), help="path without the suffix")
     args = ap.parse_args(argv)
-    from sentcl.plots import headless_backend
-    from sentcl.result_charts import contrast_chart
+    from sentcl.eval.plots import headless_backend
+    from sentcl.eval.result_charts import contrast_chart
     headless_backend()
     chart = contrast_chart(study_contrasts(Path(args.results)),
                            title="CPU study: paired STS differences")

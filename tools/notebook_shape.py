@@ -1,4 +1,4 @@
-"""How closely library notebooks follow the `06_losses` model: per notebook, the exported cells, the median length of an
+"""How closely library notebooks follow the `25_losses` model: per notebook, the exported cells, the median length of an
 exported cell, and the share of exported cells followed by a test before the next export.
 
     python tools/notebook_shape.py                      # every library notebook (nbs/*.ipynb)

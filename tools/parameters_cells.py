@@ -1,4 +1,4 @@
-"""Write every experiment notebook's `parameters` cell from `sentcl.parameters.ExperimentParameters`, and its session
+"""Write every experiment notebook's `parameters` cell from `sentcl.experiments.parameters.ExperimentParameters`, and its session
 call as `experiment_session(NAME, **notebook_parameters(globals()))`; `--check` only reports notebooks that differ.
 
     python tools/parameters_cells.py          # rewrite nbs/experiments/*.ipynb
@@ -11,10 +11,10 @@ from pathlib import Path
 
 import nbformat
 
-from sentcl.parameters import parameters_cell
+from sentcl.experiments.parameters import parameters_cell
 
 NBS = Path(__file__).resolve().parents[1]/"nbs"/"experiments"
-IMPORT = "from sentcl.parameters import notebook_parameters"
+IMPORT = "from sentcl.experiments.parameters import notebook_parameters"
 
 
 def updated(nb, name: str) -> bool:
@@ -43,7 +43,7 @@ def main(argv=None) -> int:
         if updated(nb, path.stem):
             stale.append(path.name)
             if not args.check: nbformat.write(nb, path)
-    verb = "differ from sentcl.parameters" if args.check else "rewritten"
+    verb = "differ from sentcl.experiments.parameters" if args.check else "rewritten"
     print(f"{len(stale)} notebook(s) {verb}" + (f": {', '.join(stale)}" if stale else ""))
     return int(bool(stale) and args.check)
 

@@ -8,7 +8,7 @@ import argparse
 from pathlib import Path
 
 from sentcl.core import atomic_write
-from sentcl.runner import machine_paths, portable_text
+from sentcl.experiments.runner import machine_paths, portable_text
 
 
 def main(argv=None) -> int:

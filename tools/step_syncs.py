@@ -1,4 +1,4 @@
-"""Host-device syncs and main-process tokenizer calls per training step, per method: `sentcl.train.train` on the `tiny`
+"""Host-device syncs and main-process tokenizer calls per training step, per method: `sentcl.train.trainer.train` on the `tiny`
 model with the cpu-smoke data, counted on a CPU (`sentcl.precision.SyncCounter`) in the steady state.
 
 A sync is an operator that makes the host wait for a GPU (an `.item()`, a boolean-mask index, a copy to the host...);
@@ -21,7 +21,7 @@ os.environ.setdefault("TQDM_DISABLE", "1")
 import torch  # noqa: E402
 from transformers import PreTrainedTokenizerBase  # noqa: E402
 
-from sentcl import train as T  # noqa: E402
+from sentcl.train import trainer as T
 from sentcl.precision import SyncCounter  # noqa: E402
 
 METHODS = ("simcse-unsup", "simcse-sup", "pairsupcon", "supcon", "sbert", "sncse", "declutr")

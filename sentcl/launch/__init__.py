@@ -1,0 +1,1 @@
+"""sentcl.launch: experiment batches as scheduler jobs (Slurm, submitit). Import from the modules."""
