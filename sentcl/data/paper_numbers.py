@@ -24,6 +24,7 @@ __all__ = ['PUBLISHED_DIR', 'PAPERS', 'TABLE_KEYS', 'ROW_KEYS', 'AGGREGATIONS', 
 PUBLISHED_DIR = Path(sentcl.__file__).parent/"published"  # the JSON files, shipped as package data
 PAPERS = ("pairsupcon", "liao", "sncse", "declutr")  # PairSupCon, Liao's supervised-contrastive SBERT, SNCSE, DeCLUTR
 
+# %% ../../nbs/14_data_paper_numbers.ipynb #960bb5df
 def _unknown(kind:str, got, choices, where:str="") -> SentclError:
     "A one-line error naming what was asked for and the valid choices."
     where = f" in {where}" if where else ""
@@ -34,6 +35,7 @@ def _unknown(kind:str, got, choices, where:str="") -> SentclError:
 def _read(paper:str) -> dict:
     return json.loads((PUBLISHED_DIR/f"{paper}.json").read_text(encoding="utf-8"))
 
+# %% ../../nbs/14_data_paper_numbers.ipynb #87c22098
 def load_published(
     paper:str, # one of PAPERS
 ) -> dict: # the paper's metadata and its tables, as in the JSON file (a fresh copy)
@@ -124,6 +126,7 @@ ROW_KEYS = ("row", "model", "method", "setting", "values")  # required in every 
 AGGREGATIONS = (None, "all", "mean", "wmean", "unknown")  # STS12-16 aggregates (METHODS.md §6.3); None: not STS
 SCALES = (None, "x100", "x1")  # x100: percentages and correlations times 100; x1: cosines, ranks, counts
 
+# %% ../../nbs/14_data_paper_numbers.ipynb #fd2046a4
 def _is_number(x) -> bool: return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 # %% ../../nbs/14_data_paper_numbers.ipynb #bb379014

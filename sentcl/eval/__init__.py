@@ -59,6 +59,7 @@ def task_kind(name:str, # a task name
     if root is not None and (root/"transfer"/base).is_dir(): return "fewshot" if base != name else "transfer"
     return "clustering"  # a clustering set by folder name, e.g. a bundled sample (checked when loaded)
 
+# %% ../../nbs/52_eval.ipynb #17724410
 def entry_kind(name:str, # a task name in a results document
                entry:dict, # its entry there
               ) -> str:
@@ -90,6 +91,7 @@ def _in_data_folder(name:str, data_dir) -> bool:
         if root is not None and (root/folder).is_dir(): return True
     return False
 
+# %% ../../nbs/52_eval.ipynb #a5a46c9e
 def check_tasks(names:list, data_dir=None) -> list:
     "`names` (from `resolve_tasks`), or a one-line error naming those that are no task and listing the valid ones."
     known = [n for g in TASK_GROUPS.values() for n in g]
@@ -179,6 +181,7 @@ def model_token_limit(encoder) -> int:
     offset = (config.pad_token_id or 0) + 1 if config.model_type in ("roberta", "xlm-roberta", "camembert") else 0
     return min(512, positions - offset)
 
+# %% ../../nbs/52_eval.ipynb #11bedc64
 class FinalPeriodEncoder:
     "An encoder that ends each sentence as SNCSE's evaluation does (`end_with_punctuation`); cached apart."
     def __init__(self, encoder): self.encoder, self.name_or_path = encoder, getattr(encoder, "name_or_path", "")
@@ -273,6 +276,7 @@ def _kmeans_seed(X:np.ndarray, y:np.ndarray, k:int, seed:int, n_init:int) -> tup
     pred = KMeans(n_clusters=k, n_init=n_init, random_state=seed, init=init).fit_predict(X)
     return 100 * cluster_accuracy(y, pred), 100 * normalized_mutual_info_score(y, pred)
 
+# %% ../../nbs/52_eval.ipynb #439afc65
 def _kmeans_cache_path(X:np.ndarray, y:np.ndarray, seeds:list, n_init:int) -> Path:
     "Where the per-seed scores of KMeans on these embeddings and labels are cached."
     import sklearn
@@ -338,6 +342,8 @@ RESULTS_SCHEMA = {
     "complete": "false while a run is under way (--out is rewritten after every task), true once every task is done",
     "notes": "which papers report the 'all', 'mean' and 'wmean' STS12-16 aggregates",
 }
+
+# %% ../../nbs/52_eval.ipynb #65e2d6d0
 TASK_FIELDS = {
     "sts12..sts16": ("all", "mean", "wmean", "n", "split", "subsets"),  # subsets: {source: {"spearman", "n"}}
     # without sub-files (hub copies): mean and wmean are None and "unavailable" says why
@@ -397,6 +403,7 @@ def averages(tasks:dict, # the `tasks` entry of a results document
 _EVALUATORS = {"sts": eval_sts, "clustering": eval_clustering, "transfer": eval_transfer, "fewshot": eval_fewshot,
                "probing": eval_transfer}  # probing: SentEval's split classifier on its train/dev/test
 
+# %% ../../nbs/52_eval.ipynb #1a974605
 def evaluate_task(encoder, # a `SentenceEncoder` (see `embed_unique`)
                   name:str, # a task name (see `task_kind`)
                   data_dir=None, batch_size:int=64, cache:bool=True, # as in `eval_sts`
@@ -417,6 +424,7 @@ def evaluate_task(encoder, # a `SentenceEncoder` (see `embed_unique`)
 # %% ../../nbs/52_eval.ipynb #060bceb7
 def _log_stderr(msg:str): print(msg, file=sys.stderr, flush=True)
 
+# %% ../../nbs/52_eval.ipynb #850faab5
 def evaluate(model, # a model spec ('default', 'tiny', a folder, a hub id) or an encoder
              tasks="sts", # task names and groups, see `resolve_tasks`
              data_dir=None, # data folder in sentcl's layout (default: $SENTCL_DATA, else the hub)
@@ -456,6 +464,7 @@ def evaluate(model, # a model spec ('default', 'tiny', a folder, a hub id) or an
 def _num(x) -> str: return "" if x is None else f"{x:.2f}"
 def _agg(x) -> str: return "n/a" if x is None else f"{x:.2f}"  # an STS12-16 aggregate the data cannot give
 
+# %% ../../nbs/52_eval.ipynb #4bf5f2c5
 def _sts_lines(tasks:dict, names:list) -> list[str]:
     "The STS block: all/mean/wmean for STS12-16, one Spearman for the others, and who reports which aggregate."
     lines = ["", f"{'STS (Spearman x100)':<22}{'all':>8}{'mean':>8}{'wmean':>8}{'n':>8}"]
@@ -497,6 +506,7 @@ def _fewshot_lines(tasks:dict, names:list) -> list[str]:
 _TABLE_BLOCKS = {"sts": _sts_lines, "clustering": _clustering_lines, "transfer": _transfer_lines,
                  "probing": _transfer_lines, "fewshot": _fewshot_lines}  # printed in this order
 
+# %% ../../nbs/52_eval.ipynb #00f49c60
 def format_table(results:dict, # a results document
                 ) -> str:
     "A plain-text table of a results document: STS (all/mean/wmean), clustering, transfer, few-shot, averages."

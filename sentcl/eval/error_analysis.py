@@ -50,10 +50,12 @@ STOP_WORDS = frozenset("a an the is are was were be been being am of in on at to
                        "very some any all".split())
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?|n't")
 
+# %% ../../nbs/55_eval_error_analysis.ipynb #98870744
 def _words(sentence:str) -> list[str]:
     "Lower-cased words; apostrophes split off by tokenisers (`isn ' t`, `does n't`) are joined back first."
     return _WORD.findall(re.sub(r"\s*'\s*", "'", str(sentence).lower()))
 
+# %% ../../nbs/55_eval_error_analysis.ipynb #2b4bdb98
 def _negations(words) -> int:
     return sum(w in NEGATION_WORDS or w.endswith("n't") for w in words)
 
@@ -73,6 +75,7 @@ def error_causes(sentence1:str, sentence2:str, # the two sentences of a pair
 # %% ../../nbs/55_eval_error_analysis.ipynb #74eac709
 CAUSE_DIRECTION = {"negation": "over", "word_order": "over", "low_overlap": "under"}  # the error each cue explains
 
+# %% ../../nbs/55_eval_error_analysis.ipynb #90a0b8f2
 def tag_error_causes(table:pd.DataFrame, # a rank-error table with sentence1, sentence2 (and direction) columns
                      low_overlap:float=0.35, # as in `error_causes`
                      match_direction:bool=True, # keep a cue only if it explains the error's `direction` (when given)
@@ -92,6 +95,7 @@ def _task_frames(data) -> dict:
         check_columns(df, ["sentence1", "sentence2", "score"], f"STS data{'' if task is None else f' {task!r}'}")
     return frames
 
+# %% ../../nbs/55_eval_error_analysis.ipynb #cb77b8fc
 def pair_cosines(model, # model spec or encoder
                  data:pd.DataFrame, # STS pairs (sentence1, sentence2)
                  batch_size:int=64, # encoding batch size
@@ -120,6 +124,7 @@ def _letters(sentence:str) -> str: return "".join(re.findall(r"[a-z0-9]", str(se
 
 def _pair_key(a:str, b:str) -> str: return "|".join(sorted((_letters(a), _letters(b))))
 
+# %% ../../nbs/55_eval_error_analysis.ipynb #df6f801c
 def locate_pairs(table:pd.DataFrame, # a full rank-error table (`rank_errors(..., top=None)`), with `task` for several
                  pairs:pd.DataFrame, # the pairs to find: sentence1, sentence2 (and task, to search that task only)
                  min_ratio:float=0.9, # least similarity (difflib ratio) of a close match

@@ -41,6 +41,7 @@ PLOT_RC = {  # matplotlib rc overrides applied inside `plot_style()`
 PANEL_SIZE = (3.6, 3.0)  # inches per panel (width, height)
 DISPLAY_DPI = 90         # resolution of the PNG a notebook shows (files use PLOT_RC["savefig.dpi"])
 
+# %% ../../nbs/56_eval_plots.ipynb #f0a9e536
 @contextlib.contextmanager
 def plot_style(rc:dict|None=None, # extra rc overrides
               ):
@@ -48,6 +49,7 @@ def plot_style(rc:dict|None=None, # extra rc overrides
     with sns.axes_style("whitegrid"), mpl.rc_context({**PLOT_RC, **(rc or {})}):
         yield
 
+# %% ../../nbs/56_eval_plots.ipynb #6e8b5b0d
 def palette(n:int, # number of colours
            ) -> list:
     "`n` distinct colours: seaborn's colour-blind palette up to 10, evenly spaced hues beyond."
@@ -62,6 +64,7 @@ def new_figure(nrows:int=1, ncols:int=1, # grid of panels
     axes = fig.subplots(nrows, ncols, squeeze=False, **subplot_kw)
     return fig, axes
 
+# %% ../../nbs/56_eval_plots.ipynb #ba564a67
 def save_figure(fig:Figure, path, # file path; a .png/.svg/.pdf suffix is replaced by each format's
                 formats:tuple=("png", "svg"), # formats to write
                 dpi:float|None=None, # raster resolution (default PLOT_RC["savefig.dpi"])
@@ -97,6 +100,7 @@ class FigureResult(NamedTuple):
         shape = getattr(self.data, "shape", None)
         return f"FigureResult(figure={w:.1f}x{h:.1f} in, data={type(self.data).__name__}{list(shape) if shape else ''})"
 
+# %% ../../nbs/56_eval_plots.ipynb #c4d2c729
 def _finish(fig:Figure, data, path=None) -> FigureResult:
     "Save when a path is given and wrap the result."
     if path is not None: save_figure(fig, path)
@@ -117,6 +121,7 @@ def _label_colours(labels) -> dict:
     classes = sorted(pd.unique(labels), key=lambda v: (str(type(v)), v))
     return dict(zip(classes, palette(len(classes))))
 
+# %% ../../nbs/56_eval_plots.ipynb #e1c780a1
 def _grid(n:int, ncols:int|None, max_cols:int=4) -> tuple[int, int]:
     "(rows, columns) of a grid of `n` panels, at most `ncols` (default `max_cols`) per row."
     ncols = min(n, ncols or max_cols)
@@ -155,6 +160,7 @@ def tsne_grid(models, # {name: model} or list of models (specs, encoders, or (n,
     grid = _grid(coords["model"].nunique(), ncols)
     return _finish(_draw_tsne(coords, _label_colours(coords["label"]), grid, label_col, title), coords, path)
 
+# %% ../../nbs/56_eval_plots.ipynb #13dd1379
 def tsne_map(model, data:pd.DataFrame, name:str|None=None, **kwargs) -> FigureResult:
     "t-SNE map of one model on a clustering set (`tsne_grid` with one panel; same keyword arguments)."
     return tsne_grid({name: model} if name else model, data, **kwargs)
@@ -170,6 +176,7 @@ def _draw_density(ax, v:np.ndarray, peak:float, colour, name:str):
     ax.annotate(f"{peak:.2f}", (peak, height), xytext=(0, 4), textcoords="offset points", ha="center",
                 fontsize=8, color=colour)
 
+# %% ../../nbs/56_eval_plots.ipynb #72558439
 def _draw_similarities(data:pd.DataFrame, title:str|None) -> Figure:
     "Two panels, soft negatives and negatives, one density per model, the positive pairs' 1 dotted."
     peaks = similarity_peaks(data).set_index(["model", "pair"])
@@ -292,6 +299,7 @@ def _draw_sweep_panel(ax, sub:pd.DataFrame, x:str, hue:str|None, colours:dict):
     best = sub.loc[sub["mean"].idxmax()]
     ax.plot([best[x]], [best["mean"]], marker="*", ms=11, color="black", ls="", zorder=3)
 
+# %% ../../nbs/56_eval_plots.ipynb #354c6eb9
 def _tick_swept_values(ax, values:pd.Series):
     "Tick exactly the values swept when they are few and numeric (after the axis scale is set)."
     if pd.api.types.is_numeric_dtype(values) and values.nunique() <= 12:

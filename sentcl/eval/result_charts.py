@@ -15,6 +15,37 @@ from .plots import FigureResult, new_figure, palette, plot_style
 __all__ = ['measured_chart', 'printed', 'status_colour', 'contrast_chart', 'dose_table', 'dose_chart']
 
 # %% ../../nbs/57_eval_result_charts.ipynb #29c9f4ba
+def _measured_rows(rows:pd.DataFrame) -> pd.DataFrame:
+    "The measured rows with a `label` (else the arm's name), numeric mean, std and paper, and a mean to draw."
+    check_columns(rows, ["column", "mean", "std", "paper"], "measured_chart rows")
+    rows = rows.assign(label=rows["label"] if "label" in rows else rows["arm"],  # a number the paper lacks: NaN
+                       **{c: pd.to_numeric(rows[c], errors="coerce") for c in ("mean", "std", "paper")})
+    return rows[rows["mean"].notna()]
+
+# %% ../../nbs/57_eval_result_charts.ipynb #ab57e617
+def _measured_layout(labels:list, n_columns:int, ncols:int|None) -> tuple[tuple, tuple]:
+    "(rows, columns) of panels and a panel's (width, height): wider with more arms, taller with longer labels."
+    width = max(2.6, 0.45 * len(labels) + 1.2)
+    ncols = min(n_columns, ncols or max(1, int(16 // width)))
+    tall = 3.0 + 0.045 * max(len(l) for l in labels)  # the slanted labels hang below the panel: room for them
+    return (-(-n_columns // ncols), ncols), (width, tall)
+
+# %% ../../nbs/57_eval_result_charts.ipynb #b7233abc
+def _draw_measured_panel(ax, sub:pd.DataFrame, labels:list, colours:dict, show_paper:bool):
+    "One column's panel: a point per arm (mean ± std), the paper's numbers as diamonds, limits that show them all."
+    x = np.arange(len(labels))
+    for xi, l in zip(x, labels):  # points, not bars: the axis does not start at zero
+        ax.errorbar(xi, sub.loc[l, "mean"], yerr=0 if pd.isna(sub.loc[l, "std"]) else sub.loc[l, "std"],
+                    fmt="o", ms=6, capsize=3, color=colours[l])
+    if show_paper and sub["paper"].notna().any():
+        ax.plot(x, sub["paper"], "D", color="black", ms=5, label="paper")
+        ax.legend(frameon=False, loc="lower right")
+    lo = np.nanmin(np.r_[sub["mean"] - sub["std"].fillna(0), sub["paper"] if show_paper else []])
+    hi = np.nanmax(np.r_[sub["mean"] + sub["std"].fillna(0), sub["paper"] if show_paper else []])
+    ax.set_ylim(lo - 0.15 * (hi - lo + 1), hi + 0.15 * (hi - lo + 1))
+    ax.set_xticks(x, labels, rotation=35, ha="right")
+
+# %% ../../nbs/57_eval_result_charts.ipynb #69a54799
 def measured_chart(rows:pd.DataFrame, # measured rows: label (or arm), column, mean, std, paper
                    columns=None, # the columns to draw, one panel each (default: every column with a measurement)
                    show_paper:bool=True, # mark the paper's numbers (meaningful when model and data are the paper's)
@@ -22,32 +53,18 @@ def measured_chart(rows:pd.DataFrame, # measured rows: label (or arm), column, m
                    ncols:int|None=None, # panels per row (default: as many as fit in about 16 inches)
                   ) -> FigureResult:
     "Per column, a point per arm (mean ± std over seeds) and the paper's number as a diamond; data = the rows drawn."
-    check_columns(rows, ["column", "mean", "std", "paper"], "measured_chart rows")
-    rows = rows.assign(label=rows["label"] if "label" in rows else rows["arm"],  # a number the paper lacks: NaN
-                       **{c: pd.to_numeric(rows[c], errors="coerce") for c in ("mean", "std", "paper")})
-    rows = rows[rows["mean"].notna()]
+    rows = _measured_rows(rows)
     columns = list(columns or dict.fromkeys(rows["column"]))
     if rows.empty or not columns: raise ValueError("measured_chart: no measured values to draw")
     labels = list(dict.fromkeys(rows["label"]))
     colours = dict(zip(labels, palette(len(labels))))
     with plot_style():
-        width = max(2.6, 0.45 * len(labels) + 1.2)
-        ncols = min(len(columns), ncols or max(1, int(16 // width)))
-        tall = 3.0 + 0.045 * max(len(l) for l in labels)  # the slanted labels hang below the panel: room for them
-        fig, axes = new_figure(-(-len(columns) // ncols), ncols, panel_size=(width, tall))
+        grid, panel_size = _measured_layout(labels, len(columns), ncols)
+        fig, axes = new_figure(*grid, panel_size=panel_size)
         for ax, col in zip(axes.flat, columns):
-            sub = rows[rows["column"] == col].set_index("label").reindex(labels)
-            x = np.arange(len(labels))
-            for xi, l in zip(x, labels):  # points, not bars: the axis does not start at zero
-                ax.errorbar(xi, sub.loc[l, "mean"], yerr=0 if pd.isna(sub.loc[l, "std"]) else sub.loc[l, "std"],
-                            fmt="o", ms=6, capsize=3, color=colours[l])
-            if show_paper and sub["paper"].notna().any():
-                ax.plot(x, sub["paper"], "D", color="black", ms=5, label="paper")
-                ax.legend(frameon=False, loc="lower right")
-            lo = np.nanmin(np.r_[sub["mean"] - sub["std"].fillna(0), sub["paper"] if show_paper else []])
-            hi = np.nanmax(np.r_[sub["mean"] + sub["std"].fillna(0), sub["paper"] if show_paper else []])
-            ax.set_ylim(lo - 0.15 * (hi - lo + 1), hi + 0.15 * (hi - lo + 1))
-            ax.set_xticks(x, labels, rotation=35, ha="right"); ax.set_title(col)
+            _draw_measured_panel(ax, rows[rows["column"] == col].set_index("label").reindex(labels), labels, colours,
+                                 show_paper)
+            ax.set_title(col)
         for ax in axes.flat[len(columns):]: ax.set_axis_off()
         if title: fig.suptitle(title)
     return FigureResult(fig, rows[rows["column"].isin(columns)])
@@ -106,17 +123,27 @@ def dose_table(scores:pd.DataFrame, # one row per run: arm, seed and measured co
                            ignore_index=True)
 
 # %% ../../nbs/57_eval_result_charts.ipynb #e2bd13fd
+def _dose_axis(ax, doses:list):
+    "A log axis labelled at the (sorted) doses run; with a dose 0, a symlog one that keeps 0 at 0, no negative doses."
+    from matplotlib.ticker import NullFormatter
+    smallest = min((d for d in doses if d > 0), default=1.0)
+    if doses[0] > 0:  # no 0 to keep: a log axis labelled at the doses run
+        ax.set_xscale("log"); ax.set_xlim(smallest / 1.5, max(doses) * 1.5)
+        ax.set_xticks(doses, [f"{d:g}" for d in doses]); ax.xaxis.set_minor_formatter(NullFormatter())
+    else:
+        ax.set_xscale("symlog", linthresh=smallest)  # dose 0 sits at 0, the others a decade apart
+        ax.set_xlim(-0.3 * smallest, max(doses) * 1.5 if max(doses) > 0 else 1.0)  # no negative doses
+
+# %% ../../nbs/57_eval_result_charts.ipynb #0f7c2825
 def dose_chart(table:pd.DataFrame, # `dose_table` rows: column, dose, mean, std, values
                dose_name:str, # the x axis, e.g. "BML weight λ"
                title:str|None=None,
                reference:dict|None=None, # column -> a horizontal line (e.g. the untrained model's score)
               ) -> FigureResult:
     "One panel per column: each seed (dots) and the mean ± std (line) against the dose, on a log axis with 0 kept."
-    from matplotlib.ticker import NullFormatter
     check_columns(table, ["column", "dose", "mean", "std", "values"], "dose_chart rows")
     if table.empty: raise ValueError("dose_chart: no dose was measured")
     columns, doses = list(dict.fromkeys(table["column"])), sorted(set(table["dose"]))
-    smallest = min((d for d in doses if d > 0), default=1.0)
     with plot_style():
         fig, axes = new_figure(1, len(columns), panel_size=(3.4, 3.0))
         for ax, col in zip(axes.flat, columns):
@@ -127,12 +154,7 @@ def dose_chart(table:pd.DataFrame, # `dose_table` rows: column, dose, mean, std,
             if reference and col in reference:
                 ax.axhline(reference[col], color="grey", lw=0.8, ls="--", label=f"untrained ({reference[col]:.4g})")
                 ax.legend(frameon=False)
-            if doses[0] > 0:  # no 0 to keep: a log axis labelled at the doses run
-                ax.set_xscale("log"); ax.set_xlim(smallest / 1.5, max(doses) * 1.5)
-                ax.set_xticks(doses, [f"{d:g}" for d in doses]); ax.xaxis.set_minor_formatter(NullFormatter())
-            else:
-                ax.set_xscale("symlog", linthresh=smallest)  # dose 0 sits at 0, the others a decade apart
-                ax.set_xlim(-0.3 * smallest, max(doses) * 1.5 if max(doses) > 0 else 1.0)  # no negative doses
+            _dose_axis(ax, doses)
             ax.set_xlabel(dose_name); ax.set_title(col)
         if title: fig.suptitle(title)
     return FigureResult(fig, table)

@@ -33,6 +33,7 @@ L2_GRID = (1e-5, 1e-4, 1e-3, 1e-2)  # SentEval's weight-decay grid, 10^-5..10^-2
 SENTEVAL_SEED = 1111  # SentEval's seed: its folds and its classifier
 CLASSIFIERS = ("senteval", "sklearn")  # SentEval's PyTorch logistic regression, scikit-learn's to convergence
 
+# %% ../../nbs/51_eval_senteval.ipynb #cebebce0
 @dataclass(frozen=True)
 class SentEvalConfig:
     "SentEval's logistic regression (`nhid=0`) in its test configuration."
@@ -66,10 +67,12 @@ class Family:
     val:np.ndarray|None # rows that stop training early (and score it); None: SentEval's 5% split of `train`
     l2:tuple # weight decays, one fit each
 
+# %% ../../nbs/51_eval_senteval.ipynb #6d96abc1
 def _held_out(n:int, config:SentEvalConfig) -> int:
     "Rows of `n` that SentEval's 5% split holds out: int(0.05 n), but at least one (where SentEval would divide by 0)."
     return max(1, int(config.validation_split * n))
 
+# %% ../../nbs/51_eval_senteval.ipynb #0e67e397
 def _fit_rows(family:Family, rs:np.random.RandomState, config:SentEvalConfig) -> tuple[np.ndarray, np.ndarray]:
     "A family's training rows in SentEval's order and its early-stopping rows (the 5% split drawn from `rs`)."
     train = np.asarray(family.train)
@@ -155,6 +158,7 @@ def _retire(self:_Lockstep, keep:np.ndarray):
         setattr(self, name, getattr(self, name)[keep])
     for name in ("rs", "train", "val"): setattr(self, name, [x for x, k in zip(getattr(self, name), keep) if k])
 
+# %% ../../nbs/51_eval_senteval.ipynb #6f7fe2ca
 @patch
 def run(self:_Lockstep) -> dict:
     "Train to the end: {family index: (best early-stopping accuracy (R,), best weights (R, C, dim+1))}."
@@ -172,6 +176,7 @@ def _steps_per_pass(family:Family, config:SentEvalConfig) -> int:
     n = len(family.train) - (0 if family.val is not None else _held_out(len(family.train), config))
     return -(-n // config.batch_size)
 
+# %% ../../nbs/51_eval_senteval.ipynb #2ccb6de3
 def fit_senteval(X:np.ndarray, y:np.ndarray, # features (n, dim) and labels 0..K-1 (n,) that families index
                  families:list, # `Family` items
                  n_classes:int, # K, the classifier's outputs (the task's classes)
@@ -220,6 +225,7 @@ def linear_weights(clf, # a fitted scikit-learn linear classifier
     P[clf.classes_, :-1], P[clf.classes_, -1] = coef, bias
     return P
 
+# %% ../../nbs/51_eval_senteval.ipynb #3bd1db44
 def linear_predict(P:np.ndarray, # (K, dim + 1) weights and bias
                    X:np.ndarray, # (n, dim) features
                   ) -> np.ndarray: # (n,) the first class of highest score
@@ -252,12 +258,14 @@ def _fold_rows(y, k:int, seed:int) -> list[tuple[np.ndarray, np.ndarray]]:
     from sklearn.model_selection import StratifiedKFold
     return list(StratifiedKFold(n_splits=k, shuffle=True, random_state=seed).split(np.zeros(len(y)), y))
 
+# %% ../../nbs/51_eval_senteval.ipynb #80c558c2
 def _best_l2(fits:list, grid) -> tuple[float, float]:
     "SentEval's pick: the first weight decay with the best mean held-out accuracy ×100, rounded to 2 decimals."
     scores = [round(100 * float(np.mean([acc[r] for acc, _ in fits])), 2) for r in range(len(grid))]
     best = int(np.argmax(scores))
     return grid[best], scores[best]
 
+# %% ../../nbs/51_eval_senteval.ipynb #6418fe1a
 def select_l2(X:np.ndarray, y:np.ndarray, # training features (n, dim) and labels (n,)
               k:int=10, # folds
               seed:int=SENTEVAL_SEED, # seed of the fold split and the classifier
@@ -374,6 +382,7 @@ _TVT = ("train", "dev", "test")
 TRANSFER_SPLITS = {"sst2": _TVT, "sst5": _TVT, "sicke": _TVT, "trec": ("train", "test"), "mrpc": ("train", "test"),
                    **{t: _TVT for t in PROBING_TASKS}}  # else 'all'
 
+# %% ../../nbs/51_eval_senteval.ipynb #72d1cabf
 def _transfer_frames(name:str, data_dir) -> dict:
     "`{split: DataFrame}` of a transfer or probing task: train/[dev/]test, or one 'all' for MR/CR/SUBJ/MPQA."
     if name in PROBING_TASKS:
@@ -381,10 +390,12 @@ def _transfer_frames(name:str, data_dir) -> dict:
     return {s or "all": load_task_data(name, load_transfer, name=name, split=s, data_dir=data_dir)
             for s in TRANSFER_SPLITS.get(name, (None,))}
 
+# %% ../../nbs/51_eval_senteval.ipynb #e9c3e613
 def _blocks(x:np.ndarray, sizes) -> list[np.ndarray]:
     "`x` cut into consecutive blocks of the given sizes."
     return np.split(x, np.cumsum(sizes)[:-1])
 
+# %% ../../nbs/51_eval_senteval.ipynb #a6e53611
 def senteval_order(texts:list, # one list of sentences per column (pairs: two)
                    labels:np.ndarray, # (n,) integer labels
                   ) -> np.ndarray:

@@ -86,6 +86,7 @@ def _take_over(self:TrainingLock, stamp:tuple):
         except FileExistsError: pass
     aside.unlink(missing_ok=True)
 
+# %% ../../nbs/73_experiments_execute.ipynb #895902d6
 @patch
 def __enter__(self:TrainingLock):
     self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -120,6 +121,7 @@ def _refresh(self:TrainingLock) -> str|None:
         return f"{who} took it over"
     os.utime(self.path)
 
+# %% ../../nbs/73_experiments_execute.ipynb #843f4cf8
 @patch
 def _beat(self:TrainingLock):
     "Refresh the lock every `beat` seconds, a failed refresh again every second; interrupt training once it is lost."
@@ -142,6 +144,7 @@ def _token(path:Path) -> str|None:
 # %% ../../nbs/73_experiments_execute.ipynb #c5a227c5
 class LockLost(KeyboardInterrupt): "Raised in a thread that trains under a `TrainingLock` it lost."
 
+# %% ../../nbs/73_experiments_execute.ipynb #bfa9d664
 @patch
 def _lose(self:TrainingLock, why:str):
     "Record why the lock is lost and interrupt the thread that holds it (unless it is releasing it already)."
@@ -152,6 +155,7 @@ def _lose(self:TrainingLock, why:str):
         if self._holder == threading.main_thread().ident: _thread.interrupt_main()  # also ends a sleep or a wait
         else: ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self._holder), ctypes.py_object(LockLost))
 
+# %% ../../nbs/73_experiments_execute.ipynb #5e1c17c1
 @patch
 def _release(self:TrainingLock):
     "Remove the lock file when it holds this holder's token; a lock taken over belongs to its new holder."
@@ -163,6 +167,7 @@ def _release(self:TrainingLock):
         with contextlib.suppress(FileExistsError): os.link(aside, self.path)
     aside.unlink(missing_ok=True)
 
+# %% ../../nbs/73_experiments_execute.ipynb #00352864
 @patch
 def __exit__(self:TrainingLock, *exc):
     if self.inherited: return
@@ -180,6 +185,7 @@ _OPTION_FLAGS = {"preset": "--preset", "train_data": "--train-data", "data_dir":
                  "stop_after": "--stop-after", "mini_batch_size": "--mini-batch-size", "precision": "--precision",
                  "save_every": "--save-every", "report_to": "--report-to"}
 
+# %% ../../nbs/73_experiments_execute.ipynb #840d3ee0
 def torchrun_command(method:str, overrides:dict, options:RunOptions, processes:int) -> list[str]:
     "`sentcl train` of one run over `processes` DDP processes (`torchrun --standalone`)."
     sentcl_script = str(Path(sys.executable).parent/"sentcl")
@@ -267,6 +273,7 @@ def _update_card(run:Run, doc:dict):
             tasks.update(other.get("tasks", {}))
     write_model_card(folder, {"tasks": tasks, "avg": averages(tasks), "settings": doc["settings"]})
 
+# %% ../../nbs/73_experiments_execute.ipynb #adf19cf8
 def evaluate_run(run:Run, log=print) -> dict:
     "Evaluate `run`'s model (its trained folder, or the untrained model) unless its eval.json is complete."
     path = Path(run.folder)/"eval.json"
