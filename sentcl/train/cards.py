@@ -41,11 +41,13 @@ def _read(path:Path):
     try: return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError): return None
 
+# %% ../../nbs/43_train_cards.ipynb #352acad4
 def _final_loss(metrics:Path) -> dict|None:
     "The last logged training step (loss and its terms) of a metrics.jsonl."
     try: return next((r for r in reversed(read_jsonl(metrics)) if "loss" in r), None)
     except OSError: return None
 
+# %% ../../nbs/43_train_cards.ipynb #f3ed0390
 def _scores_lines(evaluation:dict) -> list[str]:
     "A Markdown table of an evaluation's per-task headline numbers and its averages."
     rows = []

@@ -29,6 +29,7 @@ def seed_everything(seed:int):
     "Seed Python, NumPy and torch (CPU and CUDA) — the trainer's one global-RNG touch point."
     random.seed(seed); np.random.seed(seed); torch.manual_seed(seed)
 
+# %% ../../nbs/41_train_checkpoints.ipynb #46947950
 def rng_state() -> dict:
     "The state of every generator a training step draws from, as tensors and plain numbers."
     version, internal, gauss = random.getstate()
@@ -40,6 +41,7 @@ def rng_state() -> dict:
     if torch.cuda.is_available(): s["cuda"] = torch.cuda.get_rng_state_all()
     return s
 
+# %% ../../nbs/41_train_checkpoints.ipynb #145fb9c9
 def set_rng_state(s:dict):
     "Restore the generators saved by `rng_state`."
     py, npy = s["python"], s["numpy"]
@@ -58,6 +60,7 @@ def _read_checksums(out:Path) -> dict|None:
     except (OSError, ValueError): return None
     return sums if isinstance(sums, dict) and all(isinstance(v, dict) for v in sums.values()) else None
 
+# %% ../../nbs/41_train_checkpoints.ipynb #17920d88
 class _HashingWriter:
     "A binary file that hashes and counts the bytes written to it."
     def __init__(self, f): self.f, self.sha, self.bytes = f, hashlib.sha256(), 0
@@ -79,6 +82,7 @@ def _listed_entry(path:Path, sums:dict) -> dict|None:
     sha = _sha256(path)
     return next((v for v in sums.values() if v.get("sha256") == sha), None)
 
+# %% ../../nbs/41_train_checkpoints.ipynb #cd7cc6ec
 def _write_verified(out:Path, state:dict) -> tuple[Path, dict]:
     "Write `state` to a temporary file in `out`; (its path, its entry: sha256, bytes, step) once it is on disk whole."
     fd, tmp = tempfile.mkstemp(dir=out, prefix=f".{CHECKPOINT}.", suffix=".tmp")
@@ -92,6 +96,7 @@ def _write_verified(out:Path, state:dict) -> tuple[Path, dict]:
         Path(tmp).unlink(missing_ok=True); raise
     return Path(tmp), {"sha256": w.sha.hexdigest(), "bytes": w.bytes, "step": state.get("step")}
 
+# %% ../../nbs/41_train_checkpoints.ipynb #fcf37347
 def save_checkpoint(out_dir, state:dict) -> Path:
     "Write `state` as `out_dir/checkpoint.pt`, verified, keeping the one before as `checkpoint.prev.pt`."
     out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
@@ -117,6 +122,7 @@ def _damage(path:Path, sums:dict|None) -> str|None:
     if sums is None or _listed_entry(path, sums): return None
     return f"its sha256 is not in {CHECKSUMS}: truncated or changed after it was written"
 
+# %% ../../nbs/41_train_checkpoints.ipynb #c03629ba
 def _load_safely(path:Path) -> tuple[dict|None, str|None]:
     "(the checkpoint, None), or (None, why it cannot be loaded); never unpickles Python objects."
     if not zipfile.is_zipfile(path):
@@ -127,6 +133,7 @@ def _load_safely(path:Path) -> tuple[dict|None, str|None]:
                       "by an older sentcl or not by sentcl")
     except Exception as e: return None, f"it cannot be read ({type(e).__name__}: {str(e).strip()[:120]})"
 
+# %% ../../nbs/41_train_checkpoints.ipynb #ac6b2798
 def load_checkpoint(out_dir) -> dict | None:
     "The newest good checkpoint in `out_dir` (`checkpoint.pt`, else `checkpoint.prev.pt`), or None when there is none."
     out = Path(out_dir); sums = _read_checksums(out)
@@ -145,6 +152,7 @@ def load_checkpoint(out_dir) -> dict | None:
     raise SentclError(f"{problems[0][0]} is damaged ({problems[0][1]}) and {out} holds no earlier good checkpoint; "
                       "start the run again without --resume (a new --out, or delete the folder)")
 
+# %% ../../nbs/41_train_checkpoints.ipynb #4b2b92a0
 def config_differences(saved:dict, current:dict, ignore=()) -> list[str]:
     "Keys whose values differ between two flat config dicts (ignoring `ignore`)."
     keys = sorted((set(saved) | set(current)) - set(ignore))

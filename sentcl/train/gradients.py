@@ -25,6 +25,7 @@ def _rows(batch:dict) -> int:
     if not lens: raise SentclError("a batch needs at least one list or tensor field")
     return min(lens)
 
+# %% ../../nbs/42_train_gradients.ipynb #8f78aae7
 def slice_batch(batch:dict, start:int, end:int) -> dict:
     "Rows `start:end` of a batch; a field with k items per row is sliced k at a time."
     n, out = _rows(batch), {}
@@ -43,6 +44,7 @@ def world() -> tuple[int, int]:
     if dist.is_available() and dist.is_initialized(): return dist.get_rank(), dist.get_world_size()
     return 0, 1
 
+# %% ../../nbs/42_train_gradients.ipynb #101739c4
 def backend_and_device(cuda:bool, # whether CUDA is available
                        local_rank:int=0, # this process's rank on its node (torchrun's LOCAL_RANK)
                       ) -> tuple[str, torch.device]:
@@ -56,6 +58,7 @@ def setup_distributed() -> torch.device:
     if device.type == "cuda": torch.cuda.set_device(device)
     return device
 
+# %% ../../nbs/42_train_gradients.ipynb #7648ee71
 def rank_slice(batch:dict, rank:int, world_size:int) -> dict:
     "This rank's contiguous share of a global batch (its size must divide evenly)."
     n = _rows(batch)
@@ -74,6 +77,7 @@ def gather_batch_embeddings(embeddings:dict) -> dict:
     "Each named embedding tensor gathered over ranks (unchanged outside torch.distributed)."
     return {k: gather_embeddings(v) for k, v in embeddings.items()} if world()[1] > 1 else embeddings
 
+# %% ../../nbs/42_train_gradients.ipynb #8667d3c8
 def gather_batch(batch:dict) -> dict:
     "The global batch: tensor fields all-gathered in rank order (lists and scalars stay local)."
     if world()[1] == 1: return batch
@@ -92,6 +96,7 @@ def average_gradients(module:torch.nn.Module):
     for p in module.parameters():
         if p.grad is not None: dist.all_reduce(p.grad); p.grad /= world_size
 
+# %% ../../nbs/42_train_gradients.ipynb #893e088a
 def broadcast_parameters(module:torch.nn.Module):
     "Start every rank from rank 0's weights."
     if world()[1] > 1:
@@ -106,6 +111,7 @@ def plain_gradients(method, batch:dict, autocast=None) -> tuple[torch.Tensor, di
     loss.backward()
     return loss.detach(), terms
 
+# %% ../../nbs/42_train_gradients.ipynb #74442286
 def gathered_gradients(method, batch:dict, autocast=None) -> tuple[torch.Tensor, dict]:
     "This rank's rows encoded once with their graph; the loss of the gathered global batch back-propagated."
     inputs = method.batch_inputs(batch)
@@ -125,6 +131,7 @@ def _n_inputs(inputs) -> int:
             if isinstance(v, (list, tuple, torch.Tensor)): return len(v)
     return len(inputs)
 
+# %% ../../nbs/42_train_gradients.ipynb #f416a142
 def _encode_without_graph(method, inputs:dict, chunk:int, autocast) -> tuple[dict, list, float]:
     "Pass 1: each group embedded chunk by chunk without a graph; (embeddings, replay list, summed auxiliary losses)."
     embeddings, replay, aux_total = {}, [], 0.0
@@ -149,6 +156,7 @@ def _replay_with_graph(method, inputs:dict, embeddings:dict, replay:list, autoca
         if aux is not None: surrogate = surrogate + aux
         surrogate.backward()
 
+# %% ../../nbs/42_train_gradients.ipynb #1f052c74
 def cached_gradients(method, batch:dict, mini_batch_size:int, autocast=None) -> tuple[torch.Tensor, dict]:
     "Gradient caching: the batch's gradients with the memory of `mini_batch_size` inputs (gathered under DDP)."
     autocast = autocast or _off()

@@ -44,10 +44,12 @@ def total_steps(batches_per_epoch:int, epochs:float, max_steps:int|None=None) ->
     "`max_steps` when set (it overrides `epochs`), else `epochs` passes of `batches_per_epoch`."
     return max_steps if max_steps else math.ceil(batches_per_epoch * epochs)
 
+# %% ../../nbs/40_train_schedules.ipynb #fb48ed9b
 def warmup_steps(warmup:float, total:int) -> int:
     "Warm-up steps: `warmup` × `total` when `warmup` < 1, else `warmup` steps."
     return int(round(warmup * total)) if warmup < 1 else int(warmup)
 
+# %% ../../nbs/40_train_schedules.ipynb #af4d72eb
 def build_scheduler(optimizer:torch.optim.Optimizer, config:MethodConfig,
                     total:int) -> torch.optim.lr_scheduler.LambdaLR:
     "The config's learning-rate schedule over `total` steps, as a multiplier on every group's rate."
@@ -63,6 +65,7 @@ def no_decay_parameters(module:torch.nn.Module) -> set[int]:
         if "Norm" in type(m).__name__: ids |= {id(p) for p in m.parameters(recurse=False)}
     return ids
 
+# %% ../../nbs/40_train_schedules.ipynb #e7383b65
 def _checked_params(groups:list[dict]) -> list[list]:
     "The trainable parameters of each group; a parameter in two groups is an error."
     out, seen = [], set()

@@ -143,6 +143,7 @@ def default_loader_workers(device) -> int:
     if torch.device(device).type != "cuda": return 0  # `make bench-step` on two cores: inline as fast or faster
     return max(0, min(4, (os.cpu_count() or 1) - 1))
 
+# %% ../../nbs/46_train_trainer.ipynb #8fc6b7a0
 def compile_encoder(method:Method):
     "Compile the method's transformer in place with `torch.compile` (its parameters and state dict unchanged)."
     import torch._dynamo
@@ -166,6 +167,7 @@ def _check_data(self:Trainer) -> int:
     self._check_space()
     return n
 
+# %% ../../nbs/46_train_trainer.ipynb #62169b7c
 @patch
 def _check_space(self:Trainer):
     "Stop before step 1 when the run folder's disk cannot hold the model and one checkpoint."
@@ -190,6 +192,7 @@ def _seconds(self:Trainer) -> float:
     "Training time of the steps the run holds: earlier attempts' (to the checkpoint it resumed from) and this one's."
     return round(self.seconds_before + (time.time() - self.t_start if self.t_start is not None else 0.0), 1)
 
+# %% ../../nbs/46_train_trainer.ipynb #4b8c4a27
 @patch
 def _restore(self:Trainer, ck:dict):
     saved, current = ck.get("config", "{}"), json.loads(json.dumps(self.record, default=str))
@@ -211,6 +214,7 @@ def _last_evaluation_due(self:Trainer) -> bool:
     due = bool(every) and (self.step % every != 0 or self.eval_pending)
     return self.step >= self.total and self.dev_eval is not None and due
 
+# %% ../../nbs/46_train_trainer.ipynb #03c90063
 @patch
 def _open_log(self:Trainer):
     path = self.out/"metrics.jsonl"
@@ -223,6 +227,7 @@ def _open_log(self:Trainer):
     if self.rank == 0: self.curves = open_curves(self.opts.report_to, self.out, self.step if self.opts.resume else 0)
     return open(path, "a", encoding="utf-8")
 
+# %% ../../nbs/46_train_trainer.ipynb #32c694b3
 @patch
 def _log(self:Trainer, record:dict):
     if self.rank == 0: self.log.write(json.dumps(record) + "\n"); self.log.flush(); self.curves.write(record)
@@ -239,6 +244,7 @@ def export_model(method:Method, path) -> Path:
 
 def _first_line(e:Exception) -> str: return (str(e).strip().splitlines() or [""])[0][:200]
 
+# %% ../../nbs/46_train_trainer.ipynb #f4f2b1f9
 @patch
 def _evaluate(self:Trainer) -> float:
     try: score = float(self.dev_eval(self.method.eval_encoder()))
@@ -263,6 +269,7 @@ def _nonfinite_term(terms:dict) -> str | None:
     bad = [k for k, v in terms.items() if k != "loss" and not math.isfinite(v)]
     return ", ".join(bad) if bad else "loss"
 
+# %% ../../nbs/46_train_trainer.ipynb #1830c61f
 @patch
 def _gradients(self:Trainer, batch:dict) -> tuple[torch.Tensor, dict]:
     local = rank_slice(batch, self.rank, self.world_size) if self.world_size > 1 else batch
@@ -308,6 +315,7 @@ def _read_terms(unread:list, device) -> list[dict[str, float]]:
                   if tensors else [])
     return [{k: next(values) if isinstance(v, torch.Tensor) else float(v) for k, v in t.items()} for *_, t in unread]
 
+# %% ../../nbs/46_train_trainer.ipynb #55eb0635
 @patch
 def _read_log(self:Trainer):
     "Read the unread steps' loss terms, stop at a non-finite one, write their log lines and the progress bar."
@@ -329,6 +337,7 @@ def _stopping(self:Trainer) -> bool:
     "The schedule is done, or this invocation has taken its `stop_after` steps."
     return self.step >= self.total or bool(self.opts.stop_after and self.done_now >= self.opts.stop_after)
 
+# %% ../../nbs/46_train_trainer.ipynb #ed22a58f
 @patch
 def run_batches(self:Trainer):
     "Train from where the run stands to the end of the schedule, or until this invocation must stop."
@@ -356,6 +365,7 @@ def finished_run(out, record:dict) -> dict|None:
     current = json.loads(json.dumps(record, default=str))
     return None if config_differences({k: saved.get(k) for k in current}, current, ignore=RESUME_MAY_CHANGE) else done
 
+# %% ../../nbs/46_train_trainer.ipynb #394b1084
 def _clear_run(out:Path):
     "Delete the run in `out` that --force starts again: its summary.json first (the run is no longer finished)."
     (out/"summary.json").unlink(missing_ok=True)
@@ -374,6 +384,7 @@ def writable_folder(out) -> Path:
         raise SentclError(f"--out {out}: cannot write there ({e.strerror}); choose another folder") from None
     return out
 
+# %% ../../nbs/46_train_trainer.ipynb #08648f63
 def check_run_folder(out, # the run folder
                      resume:bool, # the run continues from the folder's checkpoint
                      force:bool=False, # start again: a finished run or a checkpoint in `out` is deleted
@@ -438,6 +449,7 @@ def _stage_model(self:Trainer) -> Path|None:
                           "train again in a new --out")
     return None if self.exported else export_model(self.method, staged)  # exported: model/ holds the final weights
 
+# %% ../../nbs/46_train_trainer.ipynb #82ce4717
 @patch
 def _install_model(self:Trainer, staged:Path):
     "Rename the staged model to model/, the old model/ aside first and then removed."
@@ -499,6 +511,7 @@ def load_training_data(view:str, options:RunOptions, corpus:str|None=None):
     "The corpus view `view` reads: `options.train_data`, else `corpus` (the config's), else the view kind's default."
     return load_corpus(options.train_data or corpus, VIEWS[view].corpus, options.data_dir)
 
+# %% ../../nbs/46_train_trainer.ipynb #1eb7629a
 def _check_view_kwargs(view:str, kwargs:dict):
     "Every key of the config's `view_kwargs` is an argument of the view."
     params = inspect.signature(VIEWS[view].__init__).parameters
@@ -508,6 +521,7 @@ def _check_view_kwargs(view:str, kwargs:dict):
         raise SentclError(f"view_kwargs: {', '.join(bad)} is not an argument of the {view!r} view; "
                           f"valid: {', '.join(valid) or 'none'}")
 
+# %% ../../nbs/46_train_trainer.ipynb #ae2bd1dc
 def training_view(method:Method, options:RunOptions, data=None) -> View:
     "The method's view over `data` (None: its training corpus per `options`), with the config's view arguments."
     data = load_training_data(method.view, options, method.config.corpus) if data is None else data
