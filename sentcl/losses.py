@@ -29,6 +29,7 @@ def _math_dtype(fn:str, **tensors) -> list[Tensor]:
     dtype = torch.float64 if any(x.dtype == torch.float64 for x in tensors.values()) else torch.float32
     return [x.to(dtype) for x in tensors.values()]
 
+# %% ../nbs/25_losses.ipynb #df9a67a6
 def _check_rows(fn:str, **tensors):
     "Raise a ValueError unless every named tensor is 2-D and all have the same shape (N, d)."
     shapes = {k: tuple(v.shape) for k, v in tensors.items()}
@@ -36,6 +37,7 @@ def _check_rows(fn:str, **tensors):
         got = ", ".join(f"{k} {s}" for k, s in shapes.items())
         raise ValueError(f"{fn}: got {got}; expected {' and '.join(shapes)} to be 2-D with the same shape (N, d)")
 
+# %% ../nbs/25_losses.ipynb #f7ad03b3
 def _check_temperature(fn:str, temperature):
     if not temperature > 0: raise ValueError(f"{fn}: temperature must be positive, got {temperature}")
 
@@ -54,6 +56,7 @@ def _check_mask(fn:str, name:str, mask, n:int, device) -> Tensor:
         mask = mask.bool()
     return mask.to(device)
 
+# %% ../nbs/25_losses.ipynb #24cf99f1
 def _masked_mean(rows:Tensor, mask:Tensor) -> Tensor:
     "The mean of `rows` where `mask` holds, 0 (with the graph) where it holds nowhere; no host-device sync."
     return torch.where(mask, rows, 0.0).sum() / mask.sum().clamp(min=1)
@@ -68,11 +71,23 @@ def _float32_math(f):
         with torch.autocast(device_type=x.device.type, enabled=False): return f(*args, **kwargs)
     return wrapper
 
+# %% ../nbs/25_losses.ipynb #7090a299
 def cosine_matrix(a:Tensor, b:Tensor) -> Tensor: # (N, K)
     "Cosine similarity of every row of `a` (N, d) with every row of `b` (K, d)."
     return F.normalize(a, dim=-1, eps=COSINE_EPS) @ F.normalize(b, dim=-1, eps=COSINE_EPS).T
 
 # %% ../nbs/25_losses.ipynb #71b72ecb
+def _info_nce_logits(z1:Tensor, z2:Tensor, z3:Tensor, temperature:float, hard_negative_weight:float) -> Tensor:
+    "InfoNCE's logits, (N, N): cos(z1_i, z2_j)/tau; (N, 2N) with z3: then cos(z1_i, z3_j)/tau, plus w on (i, N+i)."
+    n = z1.shape[0]
+    logits = cosine_matrix(z1, z2) / temperature                                  # (N, N)
+    if z3 is not None:
+        hard = cosine_matrix(z1, z3) / temperature                                # (N, N)
+        hard = hard + hard_negative_weight * torch.eye(n, dtype=hard.dtype, device=hard.device)
+        logits = torch.cat([logits, hard], dim=1)                                 # (N, 2N)
+    return logits
+
+# %% ../nbs/25_losses.ipynb #9083c075
 @_float32_math
 def info_nce(
     z1:Tensor, # anchors, (N, d)
@@ -85,13 +100,8 @@ def info_nce(
     _check_temperature("info_nce", temperature)
     if z3 is None: _check_rows("info_nce", z1=z1, z2=z2); z1, z2 = _math_dtype("info_nce", z1=z1, z2=z2)
     else: _check_rows("info_nce", z1=z1, z2=z2, z3=z3); z1, z2, z3 = _math_dtype("info_nce", z1=z1, z2=z2, z3=z3)
-    n = z1.shape[0]
-    logits = cosine_matrix(z1, z2) / temperature                                  # (N, N)
-    if z3 is not None:
-        hard = cosine_matrix(z1, z3) / temperature                                # (N, N)
-        hard = hard + hard_negative_weight * torch.eye(n, dtype=hard.dtype, device=hard.device)
-        logits = torch.cat([logits, hard], dim=1)                                 # (N, 2N)
-    return F.cross_entropy(logits, torch.arange(n, device=logits.device))
+    logits = _info_nce_logits(z1, z2, z3, temperature, hard_negative_weight)      # (N, N) or (N, 2N)
+    return F.cross_entropy(logits, torch.arange(z1.shape[0], device=logits.device))
 
 # %% ../nbs/25_losses.ipynb #1e12d023
 def _memory_logits(e:Tensor, memory:Tensor, temperature:float) -> Tensor: # (2N, Q)
@@ -104,6 +114,25 @@ def _memory_logits(e:Tensor, memory:Tensor, temperature:float) -> Tensor: # (2N,
     return cosine_matrix(e, memory.detach().to(e.dtype)) / temperature
 
 # %% ../nbs/25_losses.ipynb #0bd67960
+def _mean_positives(anchors:Tensor, positives:Tensor) -> Tensor: # (N, d)
+    "DeCLUTR's averaged positive: (N, P, d) positives averaged over P (half precision in float32); (N, d) ones as they are."
+    if positives.ndim != 3: return positives
+    if positives.shape[0] != anchors.shape[0] or positives.shape[2:] != anchors.shape[1:]:
+        raise ValueError(f"nt_xent: got anchors {tuple(anchors.shape)}, positives {tuple(positives.shape)}; "
+                         "expected anchors (N, d) and positives (N, P, d)")
+    return positives.float().mean(1) if positives.dtype in _HALF else positives.mean(1)
+
+# %% ../nbs/25_losses.ipynb #a683f65c
+def _nt_xent_logits(e:Tensor, temperature:float) -> Tensor: # (2N, 2N)
+    "cos(e_i, e_k)/tau between all rows, -inf on the diagonal (k != i)."
+    self_mask = torch.eye(e.shape[0], dtype=torch.bool, device=e.device)
+    return (cosine_matrix(e, e) / temperature).masked_fill(self_mask, float("-inf"))
+
+def _partners(n:int, device=None) -> Tensor: # (2N,)
+    "The partner of each of the 2N rows [anchors; positives]: i <-> i+N."
+    return torch.arange(2 * n, device=device).add(n).remainder(2 * n)
+
+# %% ../nbs/25_losses.ipynb #8edda0d1
 @_float32_math
 def nt_xent(
     anchors:Tensor, # (N, d)
@@ -113,28 +142,19 @@ def nt_xent(
 ) -> Tensor: # scalar, mean over the 2N rows
     "SimCLR/DeCLUTR NT-Xent: anchors and (averaged) positives each pick their partner among the other 2N-1 rows."
     _check_temperature("nt_xent", temperature)
-    if positives.ndim == 3:
-        if positives.shape[0] != anchors.shape[0] or positives.shape[2:] != anchors.shape[1:]:
-            raise ValueError(f"nt_xent: got anchors {tuple(anchors.shape)}, positives {tuple(positives.shape)}; "
-                             "expected anchors (N, d) and positives (N, P, d)")
-        # (N, d), DeCLUTR's averaged positive
-        positives = positives.float().mean(1) if positives.dtype in _HALF else positives.mean(1)
+    positives = _mean_positives(anchors, positives)                                # (N, d), DeCLUTR's averaged positive
     _check_rows("nt_xent", anchors=anchors, positives=positives)
     anchors, positives = _math_dtype("nt_xent", anchors=anchors, positives=positives)
-    n = anchors.shape[0]
     e = torch.cat([anchors, positives])                                            # (2N, d)
-    logits = cosine_matrix(e, e) / temperature                                     # (2N, 2N)
-    self_mask = torch.eye(2 * n, dtype=torch.bool, device=e.device)
-    logits = logits.masked_fill(self_mask, float("-inf"))                          # k != i
+    logits = _nt_xent_logits(e, temperature)                                       # (2N, 2N), k != i
     if memory is not None: logits = torch.cat([logits, _memory_logits(e, memory, temperature)], 1)  # (2N, 2N+Q)
-    partner = torch.arange(2 * n, device=e.device).add(n).remainder(2 * n)         # i <-> i+N
-    return F.cross_entropy(logits, partner)                                        # Eq. 2, mean over 2N
+    return F.cross_entropy(logits, _partners(anchors.shape[0], e.device))          # Eq. 2, mean over 2N
 
 # %% ../nbs/25_losses.ipynb #d2e042d8
 _WEIGHTINGS = ("code", "paper")
 
-def _pairsupcon_rows(f1:Tensor, f2:Tensor, temperature:float, hard_negatives:bool, weighting:str) -> Tensor: # (2M,)
-    "Per-row instance-discrimination loss for the 2M rows of [f1; f2] (every row an anchor)."
+def _pairsupcon_similarities(f1:Tensor, f2:Tensor, temperature:float) -> tuple[Tensor, Tensor, Tensor]:
+    "Cosines s (2M, 2M) of the rows of [f1; f2], each row's partner logit s(z_i, z_i')/tau (2M,), its negatives (2M, 2M)."
     m = f1.shape[0]
     z = F.normalize(torch.cat([f1, f2]), dim=1, eps=COSINE_EPS)                    # (2M, d) unit rows
     s = z @ z.T                                                                    # (2M, 2M) cosines
@@ -143,10 +163,16 @@ def _pairsupcon_rows(f1:Tensor, f2:Tensor, temperature:float, hard_negatives:boo
     pos = s[idx, partner] / temperature                                            # (2M,) s(z_i, z_i')/tau
     is_neg = ~torch.eye(2 * m, dtype=torch.bool, device=z.device)
     is_neg[idx, partner] = False                                                   # the 2M-2 negatives of each row
+    return s, pos, is_neg
+
+# %% ../nbs/25_losses.ipynb #0b97f185
+def _pairsupcon_rows(f1:Tensor, f2:Tensor, temperature:float, hard_negatives:bool, weighting:str) -> Tensor: # (2M,)
+    "Per-row instance-discrimination loss for the 2M rows of [f1; f2] (every row an anchor)."
+    s, pos, is_neg = _pairsupcon_similarities(f1, f2, temperature)
     logn = (s / temperature).masked_fill(~is_neg, float("-inf"))                   # (2M, 2M) log n_j
     if not hard_negatives:                                                         # Eq. 1 ("Orig")
         return F.softplus(torch.logsumexp(logn, 1) - pos)
-    log_mean = torch.logsumexp(logn, 1) - math.log(2 * m - 2)                      # (2M,) log of mean_k n_k
+    log_mean = torch.logsumexp(logn, 1) - math.log(2 * f1.shape[0] - 2)            # (2M,) log of mean_k n_k
     if weighting == "code":  # sum_j alpha_j n_j = sum_j n_j^2 / mean n
         return F.softplus(torch.logsumexp(2 * logn, 1) - log_mean - pos)
     alpha = torch.exp(logn - log_mean[:, None])                                    # (2M, 2M), 0 off the negatives
@@ -188,6 +214,7 @@ def _keep_per_row(mask:Tensor, k:int, generator:torch.Generator) -> Tensor: # (N
         if keep: out[i, idx[torch.randperm(len(idx), generator=generator)[:keep].to(idx.device)]] = True
     return out
 
+# %% ../nbs/25_losses.ipynb #da6c357d
 def _supcon_positives(candidates:Tensor, n_pos:int, generator:torch.Generator) -> Tensor: # (N, N) bool
     "P_i: the diagonal plus all (n_pos=-1) or min(n_pos-1, |S_i|) sampled same-premise entailments."
     own = torch.eye(candidates.shape[0], dtype=torch.bool, device=candidates.device)
@@ -197,9 +224,23 @@ def _supcon_negatives(negatives:Tensor, n_neg:int, generator:torch.Generator) ->
     "N_i: every candidate negative (n_neg=-1, the released code) or min(n_neg, |N_i|) sampled (the paper)."
     return negatives if n_neg == -1 else _keep_per_row(negatives, n_neg, generator)
 
+# %% ../nbs/25_losses.ipynb #e019f075
 def _check_count(fn:str, name:str, k):
     if not (isinstance(k, int) and not isinstance(k, bool) and (k == -1 or k >= 1)):
         raise ValueError(f"{fn}: {name} must be -1 (all) or a positive int, got {k!r}")
+
+# %% ../nbs/25_losses.ipynb #0fe3c589
+def _check_groups(fn:str, groups, n:int, device) -> Tensor: # (n,) int
+    "`groups` on `device`, or a ValueError unless it is an integer tensor of shape (n,)."
+    if not isinstance(groups, Tensor) or tuple(groups.shape) != (n,) or groups.is_floating_point():
+        raise ValueError(f"{fn}: groups must be an integer tensor of shape ({n},), "
+                         f"got {getattr(groups, 'shape', type(groups).__name__)}")
+    return groups.to(device)
+
+def _premise_candidates(groups:Tensor, entailed:Tensor) -> Tensor: # (N, N) bool
+    "S_i: the other pairs with anchor i's premise whose hypothesis is entailed (row i, column j)."
+    eye = torch.eye(groups.shape[0], dtype=torch.bool, device=groups.device)
+    return (groups[:, None] == groups[None, :]) & entailed[None, :] & ~eye
 
 # %% ../nbs/25_losses.ipynb #4ddf8ea3
 @_float32_math
@@ -220,13 +261,10 @@ def supcon_loss(
     u, v = _math_dtype("supcon_loss", premises=premises, hypotheses=hypotheses)
     n = u.shape[0]
     entailed = _check_mask("supcon_loss", "entailed", entailed, n, u.device)
-    if not isinstance(groups, Tensor) or tuple(groups.shape) != (n,) or groups.is_floating_point():
-        raise ValueError(f"supcon_loss: groups must be an integer tensor of shape ({n},), "
-                         f"got {getattr(groups, 'shape', type(groups).__name__)}")
-    groups = groups.to(u.device)
+    groups = _check_groups("supcon_loss", groups, n, u.device)
     logits = u @ v.T / temperature  # (N, N): anchor premise i vs hypothesis j
     eye = torch.eye(n, dtype=torch.bool, device=u.device)
-    candidates = (groups[:, None] == groups[None, :]) & entailed[None, :] & ~eye   # S_i
+    candidates = _premise_candidates(groups, entailed)                             # S_i
     g = generator if generator is not None else torch.Generator().manual_seed(0)
     pos = _supcon_positives(candidates, n_pos, g)                                  # P_i
     neg = _supcon_negatives(~candidates & ~eye, n_neg, g)                          # N_i
@@ -253,6 +291,7 @@ def bml_loss(
              - F.cosine_similarity(z1, z2, dim=1, eps=COSINE_EPS))                # (N,) Eq. 4
     return (F.relu(delta + alpha) + F.relu(-delta - beta)).mean()                 # Eq. 5
 
+# %% ../nbs/25_losses.ipynb #64234854
 @_float32_math
 def sncse_loss(
     z1:Tensor, # anchors h, (N, d)
@@ -278,6 +317,7 @@ def sncse_positive_loss(
     _check_rows("sncse_positive_loss", z1=z1, z2=z2, z3=z3)
     return info_nce(z1, z2, temperature=temperature) + info_nce(z1, z3, temperature=temperature)
 
+# %% ../nbs/25_losses.ipynb #294e7af0
 @_float32_math
 def sncse_negative_loss(
     z1:Tensor, # anchors h, (N, d)

@@ -15,6 +15,7 @@ def min_document_tokens(num_anchors: int = 2, max_span: int = 512) -> int:
     "The fewest tokens a document needs for `sample_spans`."
     return num_anchors * max_span * 2
 
+# %% ../nbs/16_spans.ipynb #f5596508
 def _span_length(rng: np.random.Generator, a: float, b: float, min_span: int, max_span: int) -> int:
     "A span length floor(Beta(a, b)·(max − min) + min)."
     return int(rng.beta(a, b) * (max_span - min_span) + min_span)
@@ -22,25 +23,65 @@ def _span_length(rng: np.random.Generator, a: float, b: float, min_span: int, ma
 # %% ../nbs/16_spans.ipynb #39d5f8bf
 SAMPLINGS = (None, "adjacent", "subsumed") # positive placements: any (released default), adjacent only, inside only
 
+def _overlapping_positive(rng: np.random.Generator, a_start: int, a_end: int, n_tokens: int, min_span: int,
+                          max_span: int) -> tuple[int, int]:
+    "The released default: a positive that overlaps, touches, contains or lies inside the anchor `[a_start, a_end)`."
+    length = _span_length(rng, 2, 4, min_span, max_span)
+    start = int(rng.integers(max(0, a_start - length), min(a_end, n_tokens - length) + 1))
+    return start, start + length
+
+# %% ../nbs/16_spans.ipynb #91cb612c
+def _subsumed_positive(rng: np.random.Generator, a_start: int, a_end: int, min_span: int) -> tuple[int, int]:
+    "A positive inside the anchor `[a_start, a_end)`, never longer than it."
+    length = _span_length(rng, 2, 4, min_span, a_end - a_start)
+    start = int(rng.integers(a_start, a_end - length + 1))
+    return start, start + length
+
+# %% ../nbs/16_spans.ipynb #95367e92
+def _adjacent_positive(rng: np.random.Generator, a_start: int, a_end: int, n_tokens: int, min_span: int,
+                       max_span: int) -> tuple[int, int]:
+    "A positive that touches the anchor `[a_start, a_end)` on one side without overlapping it."
+    length = _span_length(rng, 2, 4, min_span, min(max_span, max(a_start, n_tokens - a_end)))
+    starts = ([a_start - length] if a_start - length > 0 else []) + ([a_end] if a_end + length <= n_tokens else [])
+    if not starts and a_start == length: starts = [0]           # the released code crashes here
+    if not starts: raise ValueError(f"no room for an adjacent positive of {length} tokens beside anchor "
+                                    f"[{a_start}, {a_end}) in {n_tokens} tokens; lower min_span")
+    start = int(rng.choice(starts))
+    return start, start + length
+
+# %% ../nbs/16_spans.ipynb #fc1d69b6
 def _positive(rng: np.random.Generator, a_start: int, a_end: int, n_tokens: int, min_span: int, max_span: int,
               sampling: str | None) -> tuple[int, int]:
     "One positive span `(start, end)` for the anchor `[a_start, a_end)`, placed as `sampling` says."
-    if sampling is None:                                             # overlapping, adjacent or subsuming
-        length = _span_length(rng, 2, 4, min_span, max_span)
-        start = int(rng.integers(max(0, a_start - length), min(a_end, n_tokens - length) + 1))
-    elif sampling == "subsumed":                                     # inside the anchor
-        length = _span_length(rng, 2, 4, min_span, a_end - a_start)
-        start = int(rng.integers(a_start, a_end - length + 1))
-    else:                                                            # touching the anchor on one side
-        length = _span_length(rng, 2, 4, min_span, min(max_span, max(a_start, n_tokens - a_end)))
-        starts = ([a_start - length] if a_start - length > 0 else []) + ([a_end] if a_end + length <= n_tokens else [])
-        if not starts and a_start == length: starts = [0]           # the released code crashes here
-        if not starts: raise ValueError(f"no room for an adjacent positive of {length} tokens beside anchor "
-                                        f"[{a_start}, {a_end}) in {n_tokens} tokens; lower min_span")
-        start = int(rng.choice(starts))
-    return start, start + length
+    if sampling is None: return _overlapping_positive(rng, a_start, a_end, n_tokens, min_span, max_span)
+    if sampling == "subsumed": return _subsumed_positive(rng, a_start, a_end, min_span)
+    return _adjacent_positive(rng, a_start, a_end, n_tokens, min_span, max_span)
 
 # %% ../nbs/16_spans.ipynb #269fd5ab
+def _check_span_args(n_tokens: int, num_anchors: int, min_span: int, max_span: int, sampling: str | None):
+    "ValueError for a document too short for its anchors, span bounds out of order, or an unknown placement."
+    if n_tokens < min_document_tokens(num_anchors, max_span):
+        raise ValueError(f"document has {n_tokens} tokens; sample_spans needs at least num_anchors*max_span*2 = "
+                         f"{min_document_tokens(num_anchors, max_span)}: skip it, or lower max_span / num_anchors")
+    if not 0 < min_span <= max_span:
+        raise ValueError(f"need 0 < min_span <= max_span, got min_span={min_span}, max_span={max_span}")
+    if sampling not in SAMPLINGS: raise ValueError(f"sampling must be one of {SAMPLINGS}, got {sampling!r}")
+
+# %% ../nbs/16_spans.ipynb #da26428c
+def _pick_chunk(rng: np.random.Generator, n_chunks: int, left: int) -> int:
+    "Index of the chunk the next of `left` anchors comes from; the released edge guard takes an end chunk when few are left."
+    return int(rng.choice([0, n_chunks - 1])) if n_chunks // left < left else int(rng.integers(n_chunks))
+
+# %% ../nbs/16_spans.ipynb #ac7225d6
+def _sample_anchor(rng: np.random.Generator, starts: list[int], left: int, min_span: int,
+                   max_span: int) -> tuple[int, int, int]:
+    "`(a_start, a_end, chunk index)` of one anchor inside one of the chunks starting at `starts`."
+    anchor_len = _span_length(rng, 4, 2, min_span, max_span)
+    idx = _pick_chunk(rng, len(starts), left)
+    a_start = int(rng.integers(starts[idx], starts[idx] + max_span - anchor_len + 1))
+    return a_start, a_start + anchor_len, idx
+
+# %% ../nbs/16_spans.ipynb #ff423f45
 def sample_spans(n_tokens: int, # document length in (subword) tokens
                  num_anchors: int = 2, # anchors per document (A)
                  num_positives: int = 2, # positives per anchor (P)
@@ -50,23 +91,11 @@ def sample_spans(n_tokens: int, # document length in (subword) tokens
                  sampling: str | None = None, # where positives go: None (anywhere near), "adjacent" or "subsumed"
                  ) -> list[tuple[tuple[int, int], list[tuple[int, int]]]]:
     "DeCLUTR spans of one document: `[((a_start, a_end), [(p_start, p_end), ...]), ...]`, half-open."
-    if n_tokens < min_document_tokens(num_anchors, max_span):
-        raise ValueError(f"document has {n_tokens} tokens; sample_spans needs at least num_anchors*max_span*2 = "
-                         f"{min_document_tokens(num_anchors, max_span)}: skip it, or lower max_span / num_anchors")
-    if not 0 < min_span <= max_span:
-        raise ValueError(f"need 0 < min_span <= max_span, got min_span={min_span}, max_span={max_span}")
-    if sampling not in SAMPLINGS: raise ValueError(f"sampling must be one of {SAMPLINGS}, got {sampling!r}")
+    _check_span_args(n_tokens, num_anchors, min_span, max_span, sampling)
     rng = rng if rng is not None else np.random.default_rng()
-    L, out = max_span, []
-    starts = list(range(0, n_tokens - L + 1, L))  # chunk starts k·L with k·L <= n − L
+    starts, out = list(range(0, n_tokens - max_span + 1, max_span)), []  # chunk starts k·L with k·L <= n − L
     for a in range(num_anchors):
-        anchor_len = _span_length(rng, 4, 2, min_span, max_span)
-        left = num_anchors - a
-        # edge guard as released
-        idx = (int(rng.choice([0, len(starts) - 1])) if len(starts) // left < left
-               else int(rng.integers(len(starts))))
-        a_start = int(rng.integers(starts[idx], starts[idx] + L - anchor_len + 1))
-        a_end = a_start + anchor_len
+        a_start, a_end, idx = _sample_anchor(rng, starts, num_anchors - a, min_span, max_span)
         del starts[max(0, idx - 1): idx + 2]  # the chosen chunk and its neighbours
         positives = [_positive(rng, a_start, a_end, n_tokens, min_span, max_span, sampling)
                      for _ in range(num_positives)]

@@ -73,6 +73,7 @@ class Range:
             return f"in {'(' if self.low_open else '['}{self.low}, {self.high}]"
         return f"{'>' if self.low_open else '≥'} {self.low}" if self.low is not None else f"≤ {self.high}"
 
+# %% ../../nbs/30_methods_base.ipynb #cb7c200d
 POSITIVE, AT_LEAST_ONE, NON_NEGATIVE, PROBABILITY = Range(0, low_open=True), Range(1), Range(0), Range(0, 1)
 # by exact field name, then by the end of a field's name
 FIELD_RANGES = {"lr": POSITIVE, "temperature": POSITIVE, "eps": POSITIVE, "ratio": POSITIVE, "grad_clip": POSITIVE,
@@ -109,6 +110,7 @@ def _accept(tp, value) -> tuple[bool, object, str]:
     if not isinstance(base, type): return True, value, "" # an annotation this check does not know (Callable, Any…)
     return isinstance(value, base), value, _KINDS.get(base, f"a {base.__name__}")
 
+# %% ../../nbs/30_methods_base.ipynb #09e9a546
 def check_field(cls:type, # a dataclass, e.g. a method's Config or RunOptions
                 name:str, # one of its fields
                 value, # the value asked for
@@ -162,6 +164,7 @@ def batch_generator(seed:int, *parts) -> torch.Generator:
     for p in parts: h.update(_content_bytes(p))
     return torch.Generator().manual_seed(int.from_bytes(h.digest()[:8], "little") & (2**63 - 1))
 
+# %% ../../nbs/30_methods_base.ipynb #372a82ad
 def bert_init_(module:nn.Module, std:float) -> nn.Module:
     "Initialise every Linear in `module` as BERT does: normal(0, std) weights, zero biases."
     for m in module.modules():
@@ -177,6 +180,7 @@ def _rows(inputs:dict) -> int:
     if "parts" in inputs: raise SentclError("slice a prepared group (Method.batch_inputs), not one made of parts")
     return int(inputs["input_ids"].shape[0])
 
+# %% ../../nbs/30_methods_base.ipynb #0625a9b6
 def slice_inputs(inputs:dict, start:int, end:int) -> dict:
     "Rows `start:end` of one group of inputs (lists and row tensors sliced, everything else kept)."
     n = _rows(inputs)
@@ -227,12 +231,14 @@ def _encoder_settings(self:Method) -> tuple[EncoderSettings, EncoderSettings]:
                                     template=cfg.eval_template if pooling == "mask" else None)
     return as_(cfg.train_pooling), as_(cfg.eval_pooling)
 
+# %% ../../nbs/30_methods_base.ipynb #3c1b30d1
 @patch(as_prop=True)
 def eval_pooling(self:Method) -> str: return self.config.eval_pooling
 
 @patch(as_prop=True)
 def eval_template(self:Method) -> str|None: return self.config.eval_template
 
+# %% ../../nbs/30_methods_base.ipynb #e80cd66c
 @patch
 def eval_encoder(self:Method) -> SentenceEncoder:
     "The encoder as evaluated and saved: the same weights under `eval_settings`."
@@ -244,12 +250,14 @@ def embedding_inputs(self:Method, batch:dict) -> dict[str, dict]:
     "Groups of inputs to encode for `batch`, keyed by name."
     raise NotImplementedError(f"{type(self).__name__} must define embedding_inputs")
 
+# %% ../../nbs/30_methods_base.ipynb #db1835bd
 @patch
 def encode_inputs(self:Method, key:str, inputs:dict) -> tuple[Tensor, Tensor|None]:
     "Embed one group (or a row slice of it): (embeddings (n, d), auxiliary loss or None)."
     if "input_ids" not in inputs: inputs = self.group_features(inputs, device=self.encoder.device)  # tokenized here
     return self.encoder(inputs, inputs.get("settings", self.train_settings), bias=True), None
 
+# %% ../../nbs/30_methods_base.ipynb #f7226e12
 @patch
 def loss_from_embeddings(self:Method, embeddings:dict[str, Tensor], batch:dict) -> tuple[Tensor, dict[str, float]]:
     "Heads and losses on the whole batch's embeddings: (total loss, named terms)."
@@ -264,6 +272,7 @@ def group_parts(self:Method, inputs:dict) -> list[tuple[list[str], EncoderSettin
     if "parts" in inputs: return [(s, default(st, self.train_settings)) for s, st in inputs["parts"]]
     return [(inputs["sentences"], inputs.get("settings", self.train_settings))]
 
+# %% ../../nbs/30_methods_base.ipynb #ff4f542d
 @patch
 def group_features(self:Method, inputs:dict, rows=None, device=None) -> dict:
     "A group tokenized and padded (`sentcl.batching.group_features`) on `device` (None: the CPU), with its settings."
@@ -286,6 +295,7 @@ def prepare_batch(self:Method, batch:dict) -> dict:
         meta[key] = {k: v for k, v in g.items() if not isinstance(v, Tensor)}
     return {**out, PREPARED: meta}
 
+# %% ../../nbs/30_methods_base.ipynb #9f61e916
 @patch
 def batch_inputs(self:Method, batch:dict) -> dict[str, dict]:
     "The step's groups of inputs, read from a prepared batch (prepared here if it is not yet)."
@@ -317,6 +327,7 @@ def one_forward(views:dict[str, dict], # view groups, each {"sentences": [...], 
     if not on: return views
     return {group: {"parts": [(g["sentences"], g.get("settings")) for g in views.values()]}}
 
+# %% ../../nbs/30_methods_base.ipynb #e70853dd
 def split_views(embeddings:dict[str, Tensor], names:tuple, group:str="z") -> dict[str, Tensor]:
     "Each view's embeddings: every k-th row of `group` when the views were encoded in one pass (k = len(names))."
     if group not in embeddings: return embeddings
@@ -328,6 +339,7 @@ def _no_decay(name:str) -> bool:
     n = name.lower()
     return n.endswith("bias") or "layernorm" in n or "layer_norm" in n or n.split(".")[-2:-1] == ["norm"]
 
+# %% ../../nbs/30_methods_base.ipynb #6317137a
 def _groups(name:str, params:list, lr:float, cfg:MethodConfig) -> list[dict]:
     "One named group at `lr`, or two (decayed, not decayed) when the config keeps biases and norms out of decay."
     if not cfg.no_decay_bias_norm:
@@ -337,6 +349,7 @@ def _groups(name:str, params:list, lr:float, cfg:MethodConfig) -> list[dict]:
             {"name": f"{name}_no_decay", "params": [p for n, p in params if _no_decay(n)], "lr": lr,
              "weight_decay": 0.0}]
 
+# %% ../../nbs/30_methods_base.ipynb #f8496390
 @patch
 def param_groups(self:Method) -> list[dict]:
     "Optimizer parameter groups: encoder and heads, with their learning rates and weight decay."

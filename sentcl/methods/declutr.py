@@ -30,6 +30,7 @@ def _special_mask(input_ids:Tensor, tokenizer) -> Tensor: # (n, T) bool
     rows = [tokenizer.get_special_tokens_mask(row, already_has_special_tokens=True) for row in input_ids.tolist()]
     return torch.tensor(rows, dtype=torch.bool)
 
+# %% ../../nbs/36_methods_declutr.ipynb #b4a5b716
 def mask_tokens(
     input_ids:Tensor, # (n, T) token ids
     attention_mask:Tensor, # (n, T), 1 for real tokens
@@ -61,11 +62,13 @@ class MaskedLMHead(nn.Module):
         self.bias = nn.Parameter(torch.zeros(vocab_size))
         bert_init_(self, getattr(model_config, "initializer_range", 0.02))
 
-    def forward(self,
-                hidden:Tensor, # (..., d) token states
-                embedding_weight:Tensor, # (vocab, d) the encoder's input embeddings (the tied decoder)
-               ) -> Tensor: # (..., vocab) logits
-        return self.norm(self.act(self.dense(hidden))) @ embedding_weight.T + self.bias
+# %% ../../nbs/36_methods_declutr.ipynb #45d9e6b3
+@patch
+def forward(self:MaskedLMHead,
+            hidden:Tensor, # (..., d) token states
+            embedding_weight:Tensor, # (vocab, d) the encoder's input embeddings (the tied decoder)
+           ) -> Tensor: # (..., vocab) logits
+    return self.norm(self.act(self.dense(hidden))) @ embedding_weight.T + self.bias
 
 # %% ../../nbs/36_methods_declutr.ipynb #a6937b21
 _MLM_KEYS = { # head parameter -> checkpoint names (BERT, old BERT, RoBERTa)
@@ -78,6 +81,7 @@ _MLM_KEYS = { # head parameter -> checkpoint names (BERT, old BERT, RoBERTa)
     "bias": ("cls.predictions.bias", "lm_head.bias"),
 }
 
+# %% ../../nbs/36_methods_declutr.ipynb #26a5c0e5
 def _checkpoint_files(source:str) -> list[Path]:
     "The weight files of a local model folder, or those the hub has for `source`."
     names, path = ("model.safetensors", "pytorch_model.bin"), Path(source).expanduser()
@@ -101,6 +105,7 @@ def _checkpoint_tensors(source:str, names:set[str]) -> dict[str, Tensor]:
         return {k: v for k, v in state.items() if k in names}
     return {}
 
+# %% ../../nbs/36_methods_declutr.ipynb #300a5f6e
 def load_mlm_head(head:MaskedLMHead, source:str) -> bool:
     "Copy the checkpoint's MLM head weights into `head`; True when all of them were found."
     found = _checkpoint_tensors(source, {n for names in _MLM_KEYS.values() for n in names})
@@ -170,10 +175,12 @@ class MemoryBank(nn.Module):
     @property
     def size(self) -> int: return self.queue.shape[0]
 
-    def negatives(self) -> Tensor: # (min(seen, Q), d), oldest first
-        "A copy of the rows held now, oldest first (fewer than `size` until the queue is full)."
-        n = int(self.seen)
-        return self.queue[:n].clone() if n <= self.size else torch.roll(self.queue, -(n % self.size), 0)
+# %% ../../nbs/36_methods_declutr.ipynb #d1acdb1e
+@patch
+def negatives(self:MemoryBank) -> Tensor: # (min(seen, Q), d), oldest first
+    "A copy of the rows held now, oldest first (fewer than `size` until the queue is full)."
+    n = int(self.seen)
+    return self.queue[:n].clone() if n <= self.size else torch.roll(self.queue, -(n % self.size), 0)
 
 # %% ../../nbs/36_methods_declutr.ipynb #6633dd87
 @patch
@@ -193,21 +200,33 @@ class DeCLUTR(Method):
     name, view, Config, aux_name, paper = "declutr", "spans", DeCLUTRConfig, "mlm", "declutr"
 
     def build_heads(self, dim):
-        cfg, model = self.config, self.encoder.model
+        cfg = self.config
         if cfg.objective not in OBJECTIVES:
             raise SentclError(f"declutr: objective {cfg.objective!r} is not one of {OBJECTIVES}")
         if cfg.projection: self.projection = projection_head(dim, cfg.projection_dim, cfg.projection_activation)
-        if cfg.memory_size:
-            if cfg.objective == "mlm": raise SentclError("declutr: memory_size needs the contrastive loss; objective "
-                                                         "'mlm' has none")
-            self.memory = MemoryBank(cfg.memory_size, cfg.projection_dim if cfg.projection else dim)
-        if cfg.objective == "contrastive": return                                # no MLM, no MLM head
-        self.mlm_head = MaskedLMHead(model.config, model.get_input_embeddings().weight.shape[0])
-        source = getattr(model.config, "_name_or_path", "") or ""
-        self.mlm_head_source = source if source and load_mlm_head(self.mlm_head, source) else None
-        if self.mlm_head_source is None:
-            warnings.warn(f"declutr: no pretrained MLM head in {source or self.encoder.name_or_path!r}; "
-                          "using a new head tied to the input embeddings")
+        if cfg.memory_size: self._build_memory(dim)
+        if cfg.objective != "contrastive": self._build_mlm_head()                # no MLM, no MLM head
+
+# %% ../../nbs/36_methods_declutr.ipynb #ff6187b0
+@patch
+def _build_memory(self:DeCLUTR, dim:int):
+    "The memory bank, as wide as the rows the loss compares."
+    cfg = self.config
+    if cfg.objective == "mlm": raise SentclError("declutr: memory_size needs the contrastive loss; objective "
+                                                 "'mlm' has none")
+    self.memory = MemoryBank(cfg.memory_size, cfg.projection_dim if cfg.projection else dim)
+
+# %% ../../nbs/36_methods_declutr.ipynb #48f84912
+@patch
+def _build_mlm_head(self:DeCLUTR):
+    "The MLM head tied to the input embeddings, with the checkpoint's weights when it has them (else a warning)."
+    model = self.encoder.model
+    self.mlm_head = MaskedLMHead(model.config, model.get_input_embeddings().weight.shape[0])
+    source = getattr(model.config, "_name_or_path", "") or ""
+    self.mlm_head_source = source if source and load_mlm_head(self.mlm_head, source) else None
+    if self.mlm_head_source is None:
+        warnings.warn(f"declutr: no pretrained MLM head in {source or self.encoder.name_or_path!r}; "
+                      "using a new head tied to the input embeddings")
 
 # %% ../../nbs/36_methods_declutr.ipynb #834aaa2f
 def mlm_targets(labels:Tensor, # (n, T) token labels, -100 where not picked
@@ -219,6 +238,7 @@ def mlm_targets(labels:Tensor, # (n, T) token labels, -100 where not picked
     lab = labels.gather(1, order)
     return {"mlm_positions": order.masked_fill(lab == -100, 0), "mlm_labels": lab}
 
+# %% ../../nbs/36_methods_declutr.ipynb #3afaf80e
 @patch
 def embedding_inputs(self:DeCLUTR, batch):
     positives = {"positives": {"sentences": batch["positives"]}} if self.config.objective != "mlm" else {}
@@ -239,6 +259,7 @@ def group_features(self:DeCLUTR, inputs, rows=None, device=None):
     out = {**f, **mlm_targets(labels), "num_masked": int((labels != -100).sum())}
     return {**(to_device(out, device) if device is not None else out), "settings": s}
 
+# %% ../../nbs/36_methods_declutr.ipynb #99749826
 @patch
 def encode_inputs(self:DeCLUTR, key, inputs):
     if "input_ids" not in inputs: inputs = self.group_features(inputs, device=self.encoder.device)
@@ -254,17 +275,22 @@ def encode_inputs(self:DeCLUTR, key, inputs):
 
 # %% ../../nbs/36_methods_declutr.ipynb #754cc78c
 @patch
+def _spans_for_loss(self:DeCLUTR, a:Tensor, p:Tensor, n_pos:int) -> tuple[Tensor, Tensor]:
+    "Anchors (n, d') and positives (n, P, d'): the count checked, every span projected when there is a projection."
+    n = a.shape[0]
+    if p.shape[0] != n * n_pos:
+        raise ValueError(f"declutr: {p.shape[0]} positives for {n} anchors, expected {n} * num_positives={n_pos}")
+    if self.config.projection: a, p = self.projection(a), self.projection(p)   # supplement Eq. 1, per span
+    return a, p.view(n, n_pos, -1)                                             # (n, P, d')
+
+# %% ../../nbs/36_methods_declutr.ipynb #1c8d68e5
+@patch
 def loss_from_embeddings(self:DeCLUTR, embeddings, batch):
     a = embeddings["anchors"]                                                  # (n, d)
     if self.config.objective == "mlm":                                         # the MLM loss comes from encode_inputs
         zero = a.sum() * 0.0                                                   # keeps the graph for gradient caching
         return zero, {"loss": zero.detach()}
-    p = embeddings["positives"]                                                # (n * P, d)
-    n, n_pos = a.shape[0], int(batch["num_positives"])
-    if p.shape[0] != n * n_pos:
-        raise ValueError(f"declutr: {p.shape[0]} positives for {n} anchors, expected {n} * num_positives={n_pos}")
-    if self.config.projection: a, p = self.projection(a), self.projection(p)   # supplement Eq. 1, per span
-    p = p.view(n, n_pos, -1)                                                   # (n, P, d')
+    a, p = self._spans_for_loss(a, embeddings["positives"], int(batch["num_positives"]))  # (n, d'), (n, P, d')
     memory = self.memory.negatives() if self.config.memory_size else None      # (Q', d') past batches, or None
     loss = nt_xent(a, p, self.config.temperature, memory=memory)               # Eqs. 1-2, positives averaged
     terms = {"nt_xent": loss.detach(), "loss": loss.detach()}

@@ -50,11 +50,28 @@ class PairSupCon(Method):
                                                nn.Linear(dim, self.config.head_dim, bias=False))
         if "classification" in self.terms: self.classifier = nn.Linear(3 * dim, 2, bias=False)
 
-    def embedding_inputs(self, batch):
-        sides = {"u": {"sentences": batch["premise"]}, "v": {"sentences": batch["hypothesis"]}}
-        return one_forward(sides, self.config.one_forward)
+# %% ../../nbs/32_methods_pairsupcon.ipynb #9d9e8af2
+@patch
+def embedding_inputs(self:PairSupCon, batch):
+    sides = {"u": {"sentences": batch["premise"]}, "v": {"sentences": batch["hypothesis"]}}
+    return one_forward(sides, self.config.one_forward)
 
 # %% ../../nbs/32_methods_pairsupcon.ipynb #5f3cc369
+@patch
+def _classification_loss(self:PairSupCon, u, v, entailed):
+    "Eq. 4: cross-entropy of the entailment classifier on [u; v; |u - v|], label 1 = entailment."
+    logits = self.classifier(sbert_pair_features(u, v)).float()             # (M, 2)
+    return F.cross_entropy(logits, entailed.long())
+
+# %% ../../nbs/32_methods_pairsupcon.ipynb #57042aca
+@patch
+def _instance_loss(self:PairSupCon, u, v, entailed):
+    "The hard-negative instance-discrimination loss on the contrast head's outputs, as the config sets it."
+    cfg = self.config
+    return pairsupcon_instance_loss(self.contrast_head(u), self.contrast_head(v), entailed,
+                                    cfg.temperature, cfg.hard_negatives, cfg.weighting)
+
+# %% ../../nbs/32_methods_pairsupcon.ipynb #34193004
 @patch
 def loss_from_embeddings(self:PairSupCon, embeddings, batch):
     e, cfg = split_views(embeddings, ("u", "v")), self.config
@@ -62,12 +79,10 @@ def loss_from_embeddings(self:PairSupCon, embeddings, batch):
     entailed = torch.as_tensor(batch["entailed"], device=u.device).bool()      # (M,)
     total, terms = u.new_zeros(()).float(), {}
     if "classification" in self.terms:
-        logits = self.classifier(sbert_pair_features(u, v)).float()             # (M, 2)
-        ce = F.cross_entropy(logits, entailed.long())                          # Eq. 4, label 1 = entailment
+        ce = self._classification_loss(u, v, entailed)                         # Eq. 4, label 1 = entailment
         total, terms["classification"] = total + ce, ce.detach()
     if "instance" in self.terms:
-        inst = pairsupcon_instance_loss(self.contrast_head(u), self.contrast_head(v), entailed,
-                                        cfg.temperature, cfg.hard_negatives, cfg.weighting)
+        inst = self._instance_loss(u, v, entailed)
         total, terms["instance"] = total + cfg.beta * inst, inst.detach()       # Eq. 5
     return total, {**terms, "loss": total.detach()}
 
@@ -76,6 +91,7 @@ class PairSupConInstDisc(PairSupCon):
     "PairSupCon ablation: hard-negative instance discrimination only (no classifier)."
     name, terms = "pairsupcon-instdisc", ("instance",)
 
+# %% ../../nbs/32_methods_pairsupcon.ipynb #3e0c4664
 class PairSupConClassification(PairSupCon):
     "PairSupCon ablation: the entailment/contradiction classifier only (no contrast head)."
     name, terms = "pairsupcon-classification", ("classification",)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from fastcore.basics import patch
 from torch import nn
 
 from ..losses import info_nce
@@ -34,28 +35,34 @@ class SimCSEUnsupConfig(MethodConfig):
     corpus:str = "wiki1m" # SimCSE's 1M Wikipedia sentences
     one_forward:bool = True # both views in one forward pass, as released (models.py cl_forward); False: one pass each
 
-    @classmethod
-    def model_defaults(cls, model:str) -> dict:
-        "SimCSE's README table: BERT-large lr 1e-5; RoBERTa batch 512, lr 1e-5 (base) or 3e-5 (large)."
-        name = str(model).lower()
-        if "roberta" in name: return {"batch_size": 512, "lr": 3e-5 if "large" in name else 1e-5,
-                                      "head_lr": 3e-5 if "large" in name else 1e-5}
-        return {"lr": 1e-5, "head_lr": 1e-5} if "large" in name else {}
+# %% ../../nbs/34_methods_simcse.ipynb #a9210636
+@patch(cls_method=True)
+def model_defaults(cls:SimCSEUnsupConfig, model:str) -> dict:
+    "SimCSE's README table: BERT-large lr 1e-5; RoBERTa batch 512, lr 1e-5 (base) or 3e-5 (large)."
+    name = str(model).lower()
+    if "roberta" in name: return {"batch_size": 512, "lr": 3e-5 if "large" in name else 1e-5,
+                                  "head_lr": 3e-5 if "large" in name else 1e-5}
+    return {"lr": 1e-5, "head_lr": 1e-5} if "large" in name else {}
 
+# %% ../../nbs/34_methods_simcse.ipynb #2ebb0e49
 class SimCSEUnsup(Method):
     "Unsupervised SimCSE: two dropout views of each sentence, InfoNCE on [CLS] + MLP (MLP in training only)."
     name, view, Config, paper = "simcse-unsup", "dropout", SimCSEUnsupConfig, "simcse"
 
     def build_heads(self, dim): self.mlp = tanh_mlp(self.encoder, dim)
 
-    def embedding_inputs(self, batch):
-        s = batch["sentence"]
-        return one_forward({"z1": {"sentences": s}, "z2": {"sentences": s}}, self.config.one_forward)
+# %% ../../nbs/34_methods_simcse.ipynb #a10b1f46
+@patch
+def embedding_inputs(self:SimCSEUnsup, batch):
+    s = batch["sentence"]
+    return one_forward({"z1": {"sentences": s}, "z2": {"sentences": s}}, self.config.one_forward)
 
-    def loss_from_embeddings(self, embeddings, batch):
-        e = split_views(embeddings, ("z1", "z2"))
-        loss = info_nce(self.mlp(e["z1"]), self.mlp(e["z2"]), temperature=self.config.temperature)
-        return loss, {"info_nce": loss.detach(), "loss": loss.detach()}
+# %% ../../nbs/34_methods_simcse.ipynb #123d1f33
+@patch
+def loss_from_embeddings(self:SimCSEUnsup, embeddings, batch):
+    e = split_views(embeddings, ("z1", "z2"))
+    loss = info_nce(self.mlp(e["z1"]), self.mlp(e["z2"]), temperature=self.config.temperature)
+    return loss, {"info_nce": loss.detach(), "loss": loss.detach()}
 
 # %% ../../nbs/34_methods_simcse.ipynb #1732f324
 @dataclass
@@ -74,10 +81,11 @@ class SimCSESupConfig(MethodConfig):
     reinit_pooler:bool = True # start the [CLS] MLP (BERT pooler) fresh, as SimCSE's new MLP
     corpus:str = "simcse" # SimCSE's nli_for_simcse.csv triplets
 
-    @classmethod
-    def model_defaults(cls, model:str) -> dict:
-        "SimCSE's README table: supervised lr 1e-5 for large models."
-        return {"lr": 1e-5, "head_lr": 1e-5} if "large" in str(model).lower() else {}
+# %% ../../nbs/34_methods_simcse.ipynb #92059e90
+@patch(cls_method=True)
+def model_defaults(cls:SimCSESupConfig, model:str) -> dict:
+    "SimCSE's README table: supervised lr 1e-5 for large models."
+    return {"lr": 1e-5, "head_lr": 1e-5} if "large" in str(model).lower() else {}
 
 # %% ../../nbs/34_methods_simcse.ipynb #660f9ede
 class SimCSESup(Method):
@@ -88,11 +96,15 @@ class SimCSESup(Method):
         if self.config.reinit_pooler:
             bert_init_(self.encoder.model.pooler, getattr(self.encoder.model.config, "initializer_range", 0.02))
 
-    def embedding_inputs(self, batch):
-        columns = (("z1", "sentence"), ("z2", "positive"), ("z3", "hard_negative"))
-        return one_forward({k: {"sentences": batch[c]} for k, c in columns}, self.config.one_forward)
+# %% ../../nbs/34_methods_simcse.ipynb #65aa8d50
+@patch
+def embedding_inputs(self:SimCSESup, batch):
+    columns = (("z1", "sentence"), ("z2", "positive"), ("z3", "hard_negative"))
+    return one_forward({k: {"sentences": batch[c]} for k, c in columns}, self.config.one_forward)
 
-    def loss_from_embeddings(self, embeddings, batch):
-        cfg, e = self.config, split_views(embeddings, ("z1", "z2", "z3"))
-        loss = info_nce(e["z1"], e["z2"], e["z3"], cfg.temperature, cfg.hard_negative_weight)
-        return loss, {"info_nce": loss.detach(), "loss": loss.detach()}
+# %% ../../nbs/34_methods_simcse.ipynb #0c902589
+@patch
+def loss_from_embeddings(self:SimCSESup, embeddings, batch):
+    cfg, e = self.config, split_views(embeddings, ("z1", "z2", "z3"))
+    loss = info_nce(e["z1"], e["z2"], e["z3"], cfg.temperature, cfg.hard_negative_weight)
+    return loss, {"info_nce": loss.detach(), "loss": loss.detach()}

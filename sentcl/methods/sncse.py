@@ -42,13 +42,14 @@ class SNCSEConfig(MethodConfig):
     one_forward:bool = True # the three prompts in one forward pass (SimCSE's cl_forward layout); False: one each
     negation_role:str = "soft" # "soft" (InfoNCE + lam BML), "none" (InfoNCE), "negative" (NL, Eq. 9), "positive" (PL)
 
-    @classmethod
-    def model_defaults(cls, model:str) -> dict:
-        "The released switches: lam 5e-4 when the name contains 'roberta', batch 128 and lr 5e-6 when it has 'large'."
-        name, out = str(model).lower(), {}
-        if "roberta" in name: out["lam"] = 5e-4
-        if "large" in name: out.update(batch_size=128, lr=5e-6, head_lr=5e-6)
-        return out
+# %% ../../nbs/35_methods_sncse.ipynb #3f14eb73
+@patch(cls_method=True)
+def model_defaults(cls:SNCSEConfig, model:str) -> dict:
+    "The released switches: lam 5e-4 when the name contains 'roberta', batch 128 and lr 5e-6 when it has 'large'."
+    name, out = str(model).lower(), {}
+    if "roberta" in name: out["lam"] = 5e-4
+    if "large" in name: out.update(batch_size=128, lr=5e-6, head_lr=5e-6)
+    return out
 
 # %% ../../nbs/35_methods_sncse.ipynb #397260a7
 class SNCSE(Method):
@@ -61,23 +62,22 @@ class SNCSE(Method):
                               f"{', '.join(NEGATION_ROLES)}")
         self.mlp = tanh_mlp(self.encoder, dim)
 
-    def embedding_inputs(self, batch):
-        cfg = self.config
-        sentences = [end_with_punctuation(s) for s in batch["sentence"]]
-        anchor, view = (self.train_settings.replace(template=t) for t in (cfg.anchor_template, cfg.view_template))
-        groups = {"z1": {"sentences": sentences, "settings": anchor}, "z2": {"sentences": sentences, "settings": view}}
-        if cfg.negation_role != "none":                                          # else the negation is not encoded
-            groups["z3"] = {"sentences": [end_with_punctuation(s) for s in batch["negation"]], "settings": view}
-        return one_forward(groups, cfg.one_forward)
+# %% ../../nbs/35_methods_sncse.ipynb #15bb6fba
+@patch
+def embedding_inputs(self:SNCSE, batch):
+    cfg = self.config
+    sentences = [end_with_punctuation(s) for s in batch["sentence"]]
+    anchor, view = (self.train_settings.replace(template=t) for t in (cfg.anchor_template, cfg.view_template))
+    groups = {"z1": {"sentences": sentences, "settings": anchor}, "z2": {"sentences": sentences, "settings": view}}
+    if cfg.negation_role != "none":                                          # else the negation is not encoded
+        groups["z3"] = {"sentences": [end_with_punctuation(s) for s in batch["negation"]], "settings": view}
+    return one_forward(groups, cfg.one_forward)
 
 # %% ../../nbs/35_methods_sncse.ipynb #22a41f16
 @patch
-def loss_from_embeddings(self:SNCSE, embeddings, batch):
+def _negation_loss(self:SNCSE, h:dict, nce):
+    "The loss and its logged terms when the negation is a soft negative, a plain negative (NL) or a positive (PL)."
     cfg = self.config
-    views = ("z1", "z2") if cfg.negation_role == "none" else ("z1", "z2", "z3")
-    h = {k: self.mlp(e) for k, e in split_views(embeddings, views).items()}       # Eq. 2, training only
-    nce = info_nce(h["z1"], h["z2"], temperature=cfg.temperature)                 # Eq. 3
-    if cfg.negation_role == "none": return nce, {"info_nce": nce.detach(), "loss": nce.detach()}
     if cfg.negation_role == "negative":
         nl = sncse_negative_loss(h["z1"], h["z2"], h["z3"], cfg.temperature)      # Eq. 9
         return nl, {"nl": nl.detach(), "loss": nl.detach()}
@@ -87,3 +87,13 @@ def loss_from_embeddings(self:SNCSE, embeddings, batch):
     bml = bml_loss(h["z1"], h["z2"], h["z3"], cfg.alpha, cfg.beta)                # Eqs. 4-5
     total = nce + cfg.lam * bml                                                   # Eq. 7
     return total, {"info_nce": nce.detach(), "bml": bml.detach(), "loss": total.detach()}
+
+# %% ../../nbs/35_methods_sncse.ipynb #006fe75f
+@patch
+def loss_from_embeddings(self:SNCSE, embeddings, batch):
+    cfg = self.config
+    views = ("z1", "z2") if cfg.negation_role == "none" else ("z1", "z2", "z3")
+    h = {k: self.mlp(e) for k, e in split_views(embeddings, views).items()}       # Eq. 2, training only
+    nce = info_nce(h["z1"], h["z2"], temperature=cfg.temperature)                 # Eq. 3
+    if cfg.negation_role == "none": return nce, {"info_nce": nce.detach(), "loss": nce.detach()}
+    return self._negation_loss(h, nce)
