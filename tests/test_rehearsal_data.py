@@ -8,19 +8,19 @@ import pytest
 from sentcl.data.corpora import LABELS, TRIPLET_COLUMNS, load_nli, load_nli_triplets, load_openwebtext, load_sentences
 from sentcl.data.hub import HUB
 from sentcl.data.tasks import PROBING_TASKS, load_probing, load_sts, load_transfer
-from sentcl.experiments.catalog.registry import EXPERIMENTS
+from sentcl.experiments.catalog.registry import EXPERIMENTS, paper_tasks
 from sentcl.core import SentclError
 from sentcl.data.corpora import sample_fraction
 from sentcl.eval import STS_SUBSET_TASKS, TASK_GROUPS, evaluate, task_kind
 from sentcl.experiments.plan import plan_runs
 from sentcl.experiments.rehearsal_data import (CLUSTERING_K, HUB_CORPORA, MANIFEST, STAND_IN_NOTE, STS_SOURCES,
-    paper_tasks, write_hub_files, write_rehearsal_data)
+    write_hub_files, write_rehearsal_data)
 from sentcl.data.hub import hub_builder, hub_file
 
 
 @pytest.fixture(scope="module")
 def eval_folder(tmp_path_factory):
-    return write_rehearsal_data(tmp_path_factory.mktemp("rehearsal")/"eval")
+    return write_rehearsal_data(tmp_path_factory.mktemp("rehearsal")/"eval", paper_tasks())
 
 
 @pytest.fixture(scope="module")

@@ -25,10 +25,11 @@ from fastcore.basics import patch
 
 from ..train.cards import write_model_card
 from ..train.checkpoints import CHECKPOINT, PREVIOUS, load_checkpoint
-from ..core import SentclError, sentcl_commit, write_json
+from ..core import SentclError, keep_damaged, read_json, sentcl_commit, write_json
 from ..eval import evaluate, sts_dev
 from .plan import Run
 from ..precision import resolve_precision
+from .catalog.registry import paper_tasks
 from .rehearsal import prepare_rehearsal
 from ..train.trainer import RunOptions, train
 
@@ -300,7 +301,7 @@ def execute_run(run:Run, log=print,
                ) -> dict:
     "Train (if the arm trains) and evaluate one run; returns its record for the results document."
     t0 = time.time()
-    if run.rehearsal_of: prepare_rehearsal(Path(run.model).parents[1], run.rehearsal_of, log)
+    if run.rehearsal_of: prepare_rehearsal(Path(run.model).parents[1], run.rehearsal_of, paper_tasks(), log)
     summary = None if run.method is None else train_run(run, log, processes)
     doc = evaluate_run(run, log)
     return {"arm": run.arm, "seed": run.seed, "method": run.method, "model": run.model,

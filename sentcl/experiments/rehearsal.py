@@ -92,12 +92,13 @@ def write_rehearsal_model(model:str, root, seed:int=0) -> Path:
 # %% ../../nbs/71_experiments_rehearsal.ipynb #7648b508
 def prepare_rehearsal(root, # the batch's `_rehearsal` folder
                       model:str, # the paper model a run needs
+                      tasks, # the evaluation tasks to feed (the catalog's `paper_tasks()`: every paper task)
                       log=print):
     "Write (once) the rehearsal's stand-ins a run needs under `root`, and point the hub loaders at its hub files."
     import os
     from sentcl.experiments.rehearsal_data import write_hub_files, write_rehearsal_data
     root = Path(root)
-    write_rehearsal_data(root/"data")
+    write_rehearsal_data(root/"data", tasks)
     os.environ["SENTCL_HUB_FILES"] = str(write_hub_files(root/"hub").resolve())
     fresh = not (rehearsal_model_folder(model, root)/"rehearsal.json").exists()
     facts = json.loads((write_rehearsal_model(model, root)/"rehearsal.json").read_text())

@@ -23,7 +23,6 @@ from ..data.hub import HUB, HubSource, hub_builder, hub_file
 from ..data.corpora import LABELS, TRIPLET_COLUMNS, nli_triplets, read_lines
 from ..data.layout import SAMPLES_DIR, read_tsv
 from ..eval import TASK_GROUPS, resolve_tasks
-from .catalog.registry import EXPERIMENTS
 from ..spans import min_document_tokens
 
 # %% auto #0
@@ -31,7 +30,7 @@ __all__ = ['MIN_PER_CLASS', 'MIN_PAIRS_PER_SOURCE', 'STS_SOURCES', 'CLUSTERING_K
            'TRANSFER_SPLITS', 'PROBING_LABELS', 'PROBING_SPLIT_CODES', 'MANIFEST', 'STAND_IN_NOTE', 'HUB_CORPORA',
            'HUB_ROWS', 'SMALLEST_TRAIN_FRACTION', 'HUB_DOCUMENTS', 'take', 'cycle_labels', 'sample_pairs', 'sample_nli',
            'sample_sentences', 'sts_files', 'clustering_files', 'transfer_files', 'probing_files', 'task_files',
-           'paper_tasks', 'atomic_folder', 'write_rehearsal_data', 'write_hub_files']
+           'atomic_folder', 'write_rehearsal_data', 'write_hub_files']
 
 # %% ../../nbs/70_experiments_rehearsal_data.ipynb #5c6879f0
 def take(items, # a list (or a DataFrame: its rows)
@@ -175,12 +174,8 @@ def task_files(task:str, rows:int) -> dict:
     if task in STS_SOURCES or task in ("stsb", "sickr"): return sts_files(task, rows)
     if task in CLUSTERING_K: return clustering_files(task, rows)
     if task in PROBING_LABELS: return probing_files(task, rows)
-    raise SentclError(f"no rehearsal stand-in for task {task!r}; the paper preset's tasks: {', '.join(paper_tasks())}")
-
-# %% ../../nbs/70_experiments_rehearsal_data.ipynb #0002adf4
-def paper_tasks() -> list[str]:
-    "Every evaluation task the `paper` preset's experiments name, groups resolved."
-    return resolve_tasks(",".join(dict.fromkeys(e.tasks["paper"] for e in EXPERIMENTS.values())))
+    raise SentclError(f"no rehearsal stand-in for task {task!r}: stand-ins exist for STS, SICK, clustering, transfer, "
+                      "few-shot and probing tasks (the paper preset's: sentcl.experiments.catalog.registry.paper_tasks())")
 
 # %% ../../nbs/70_experiments_rehearsal_data.ipynb #bb224410
 MANIFEST = "rehearsal.json"  # written last: the folder is complete
@@ -229,11 +224,11 @@ def _readme(title:str, body:str) -> str:
 
 # %% ../../nbs/70_experiments_rehearsal_data.ipynb #7a73d419
 def write_rehearsal_data(folder, # where to write (a new, empty or earlier rehearsal folder)
-                         tasks=None, # task names and groups (see `sentcl.eval.resolve_tasks`); None: `paper_tasks()`
+                         tasks, # task names and groups (`sentcl.eval.resolve_tasks`), e.g. the catalog's `paper_tasks()`
                          rows:int=48, # rows per set and split (more where a protocol needs them)
                         ) -> Path:
     "A data folder in sentcl's layout with a few dozen rows of every task named; written once, atomically."
-    names = paper_tasks() if tasks is None else resolve_tasks(tasks)
+    names = resolve_tasks(tasks)
     if rows < 2: raise SentclError(f"rows={rows}: a rehearsal set needs at least 2 rows")
     files = {p: c for t in names for p, c in task_files(t, rows).items()}
     def build(tmp:Path):

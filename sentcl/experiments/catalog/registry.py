@@ -8,12 +8,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...core import SentclError
+from ...eval import resolve_tasks
 from ..spec import Experiment
 from ...train.presets import get_preset
 
 
 # %% auto #0
-__all__ = ['EXPERIMENTS', 'CPU_ANALYSIS_PLAN', 'get_experiment', 'AnalysisPlan', 'study_family', 'plan_markdown']
+__all__ = ['EXPERIMENTS', 'CPU_ANALYSIS_PLAN', 'get_experiment', 'paper_tasks', 'AnalysisPlan', 'study_family', 'plan_markdown']
 
 # %% ../../../nbs/69_catalog_registry.ipynb #3100c32a
 # each paper's experiments live in their own module; the catalog gathers them into one registry
@@ -33,6 +34,11 @@ def get_experiment(name:str) -> Experiment:
         raise SentclError(f"unknown experiment {name!r}; `sentcl experiments list` shows them: "
                           f"{', '.join(EXPERIMENTS)}")
     return EXPERIMENTS[name].check()
+
+# %% ../../../nbs/69_catalog_registry.ipynb #0002adf4
+def paper_tasks() -> list[str]:
+    "Every evaluation task the `paper` preset's experiments name, groups resolved."
+    return resolve_tasks(",".join(dict.fromkeys(e.tasks["paper"] for e in EXPERIMENTS.values())))
 
 # %% ../../../nbs/69_catalog_registry.ipynb #73bc1b47
 @dataclass(frozen=True)
