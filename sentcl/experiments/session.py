@@ -22,6 +22,7 @@ from .plan import Run, plan_row, plan_runs, read_plan, run_key
 from .results import RESULTS_VERSION, check_results, contrast_rows, measured_rows, measured_value
 from .results import stand_ins_in
 from .spec import Experiment, column_headings, published
+from .catalog.registry import get_experiment
 from .parameters import ExperimentParameters, check_parameters, plan_arguments
 from ..precision import machine_facts, resolve_precision
 from ..train.presets import get_preset
