@@ -25,7 +25,7 @@ from fastcore.basics import patch
 
 from ..train.cards import write_model_card
 from ..train.checkpoints import CHECKPOINT, PREVIOUS, load_checkpoint
-from ..core import SentclError, sentcl_commit, write_json
+from ..core import SentclError, keep_damaged, read_json, sentcl_commit, write_json
 from ..eval import evaluate, sts_dev
 from .plan import Run
 from ..precision import resolve_precision
