@@ -210,7 +210,7 @@ def _resumable(folder:Path, log) -> bool:
 # %% ../../nbs/73_experiments_execute.ipynb #eb339bbe
 def _train(run:Run, options:RunOptions, processes:int, lock:TrainingLock) -> dict:
     "One call of `sentcl.train.trainer.train` for `run` under `lock`, in this process or over `processes` DDP processes."
-    if processes <= 1: return train(run.method, run.overrides, options, make_dev_eval=sts_dev)
+    if processes <= 1: return train(run.method, options=options, make_dev_eval=sts_dev, config=run.config)  # as planned
     env = {**os.environ, LOCK_TOKEN: lock.token}  # its `sentcl train` finds the lock held for it
     proc = subprocess.Popen(torchrun_command(run.method, run.overrides, options, processes), env=env,
                             start_new_session=True)

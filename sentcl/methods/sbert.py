@@ -37,12 +37,6 @@ class SBERTConfig(MethodConfig):
     grad_clip:float|None = 1.0 # sentence-transformers' fit clips at max_grad_norm=1
     corpus:str = "snli+multi_nli" # SBERT's NLI training data
 
-# %% ../../nbs/31_methods_sbert.ipynb #7d415f67
-@patch(cls_method=True)
-def small_scale(cls:SBERTConfig, preset:str) -> dict:
-    "SBERT under `cpu-smoke`: batches of 16 pairs, so the classifier sees all three labels in a batch."
-    return {"batch_size": 16} if preset == "cpu-smoke" else {}
-
 # %% ../../nbs/31_methods_sbert.ipynb #ff1098a4
 class SBERT(Method):
     "SBERT baseline: 3-way NLI softmax classifier on [u; v; |u - v|]."
