@@ -9,7 +9,6 @@ from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
-from fastcore.basics import patch
 from torch import Tensor, nn
 
 from .base import Method, MethodConfig
