@@ -233,11 +233,11 @@ def train_run(run:Run, log=print,
         if done := _finished(folder, log): return done  # trained while we waited
         resume = _resumable(folder, log)
         if run.rehearsal_of and run.options.max_steps > 1 and not resume:  # interrupted once, then resumed
-            _train(run, dataclasses.replace(run.options, stop_after=1), processes, lock)
+            _train(run, run.attempt(stop_after=1), processes, lock)
             log(f"  rehearsal: {run.key} stopped after step 1; resuming from its checkpoint")
             resume = True
         log(f"  train {run.key}: {run.method} on {run.describe()['data']}{' (resuming)' if resume else ''}")
-        summary = _train(run, dataclasses.replace(run.options, resume=resume), processes, lock)
+        summary = _train(run, run.attempt(resume=resume), processes, lock)
     if run.rehearsal_of and summary.get("finished"):  # resume was checked; a batch of 139 would keep ~100 GB
         for n in (CHECKPOINT, PREVIOUS): (folder/n).unlink(missing_ok=True)
     return summary

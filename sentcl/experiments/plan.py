@@ -143,6 +143,14 @@ def _train_run(exp:Experiment, arm:Arm, preset:Preset, seed, folder:Path, store:
                dataclasses.replace(options, out=str(train_folder)), exp.tasks[preset.name], config.eval_protocol,
                _eval_options(exp, preset), str(folder), str(train_folder))
 
+# %% ../../nbs/72_experiments_plan.ipynb #afc42612
+@patch
+def attempt(self:Run, **changes) -> RunOptions:
+    "This run's planned options for one attempt: `changes` only to options that leave the weights alone (resume, stop_after)."
+    bad = sorted(set(changes) - set(_NOT_WEIGHTS))
+    if bad: raise SentclError(f"{self.key}: an attempt may not change {', '.join(bad)}: they decide the weights; plan again")
+    return dataclasses.replace(self.options, **changes)
+
 # %% ../../nbs/72_experiments_plan.ipynb #c18e270c
 def rehearsal_run(run:Run, root:Path,
                   interrupt:bool=True, # train REHEARSAL_STEPS steps, stopped after the first and resumed; else one step
