@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from .core import SentclError, atomic_write, read_jsonl, warn, write_json
-from .experiments.parameters import batch_parameters, typed_parameter
+from .experiments.parameters import DEFAULT_PRESET, batch_parameters, typed_parameter
 from .encoders import POOLINGS, SentenceEncoder
 from .precision import PRECISIONS
 
@@ -437,7 +437,7 @@ def add_experiment_selection(p:argparse.ArgumentParser):
 # %% ../nbs/90_cli.ipynb #a271efe3
 def add_batch_arguments(run:argparse.ArgumentParser):
     "What a batch of `sentcl experiments run` runs: preset, data, output folder and notebook parameters."
-    run.add_argument("--preset", default="cpu-smoke", choices=EXPERIMENT_PRESET_NAMES,
+    run.add_argument("--preset", default=DEFAULT_PRESET, choices=EXPERIMENT_PRESET_NAMES,
                      help="paper (GPU, hub data), cpu (the small study here), cpu-smoke (pipeline check)")
     run.add_argument("--data-dir", default=None, help="a data folder in sentcl's layout (the cpu preset needs one)")
     run.add_argument("--out", default="runs/experiments", help="batch folder: one sub-folder per experiment")
@@ -526,9 +526,10 @@ def run_experiment_batch(args) -> int:
     "`sentcl experiments run`: the batch, or with --dry-run its plan; the exit status is the number of failures."
     from sentcl.experiments import runner
     from sentcl.experiments.costs import parse_gpu
+    from sentcl.experiments.plan import resolve_preset
     from sentcl.launch.cli import batch_scheduler, cluster_overrides, run_job_plan
     params = parse_parameters(args.params, args.rehearse)
-    if params.get("rehearse") and args.preset != "paper":
+    if params.get("rehearse") and not resolve_preset(args.preset).rehearsable:
         raise SentclError(f"--rehearse rehearses the paper preset, not {args.preset!r}: use --preset paper --rehearse")
     cluster = cluster_overrides(args)  # the Slurm options: an error with the local launcher
     if args.gpu and (not args.dry_run or args.launcher != "local"):

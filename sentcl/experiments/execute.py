@@ -217,7 +217,7 @@ def _resumable(folder:Path, log) -> bool:
 # %% ../../nbs/73_experiments_execute.ipynb #eb339bbe
 def _train(run:Run, options:RunOptions, processes:int, lock:TrainingLock) -> dict:
     "One call of `sentcl.train.trainer.train` for `run` under `lock`, in this process or over `processes` DDP processes."
-    if processes <= 1: return train(run.method, run.overrides, options, make_dev_eval=sts_dev)
+    if processes <= 1: return train(run.method, options=options, make_dev_eval=sts_dev, config=run.config)  # as planned
     env = {**os.environ, LOCK_TOKEN: lock.token}  # its `sentcl train` finds the lock held for it
     proc = subprocess.Popen(torchrun_command(run.method, run.overrides, options, processes), env=env,
                             start_new_session=True)
@@ -240,11 +240,11 @@ def train_run(run:Run, log=print,
         if done := _finished(folder, log): return done  # trained while we waited
         resume = _resumable(folder, log)
         if run.rehearsal_of and run.options.max_steps > 1 and not resume:  # interrupted once, then resumed
-            _train(run, dataclasses.replace(run.options, stop_after=1), processes, lock)
+            _train(run, run.attempt(stop_after=1), processes, lock)
             log(f"  rehearsal: {run.key} stopped after step 1; resuming from its checkpoint")
             resume = True
         log(f"  train {run.key}: {run.method} on {run.describe()['data']}{' (resuming)' if resume else ''}")
-        summary = _train(run, dataclasses.replace(run.options, resume=resume), processes, lock)
+        summary = _train(run, run.attempt(resume=resume), processes, lock)
     if run.rehearsal_of and summary.get("finished"):  # resume was checked; a batch of 139 would keep ~100 GB
         for n in (CHECKPOINT, PREVIOUS): (folder/n).unlink(missing_ok=True)
     return summary

@@ -11,10 +11,14 @@ from dataclasses import MISSING, dataclass, field, fields
 from ..core import SentclError
 
 # %% auto #0
-__all__ = ['ExperimentParameters', 'parameter_names', 'batch_parameters', 'plan_arguments', 'check_parameters',
+__all__ = ['DEFAULT_PRESET', 'ExperimentParameters', 'parameter_names', 'batch_parameters', 'plan_arguments', 'check_parameters',
            'notebook_parameters', 'typed_parameter', 'parameters_cell']
 
 # %% ../../nbs/61_experiments_parameters.ipynb #d907b069
+# a key of `sentcl.train.presets.PRESETS`: the preset of a notebook, a plan and `sentcl experiments run` given none
+# (written here, where the command line reads it without importing torch; `sentcl train` defaults to the paper's)
+DEFAULT_PRESET = "cpu-smoke"
+
 def _param(default, help:str, plans:bool=False, own_flag:bool=False):
     "A parameter: its default, its help, whether the plan reads it, whether the batch sets it by its own flag."
     return field(default=default, metadata={"help": help, "plans": plans, "own_flag": own_flag})
@@ -22,7 +26,7 @@ def _param(default, help:str, plans:bool=False, own_flag:bool=False):
 @dataclass(frozen=True)
 class ExperimentParameters:
     "The parameters of an experiment notebook (None: the preset decides)."
-    preset:str = _param("cpu-smoke", "paper, cpu or cpu-smoke", own_flag=True)
+    preset:str = _param(DEFAULT_PRESET, "paper, cpu or cpu-smoke", own_flag=True)
     model:str|None = _param(None, "None: the preset's model (paper: each arm's own)", plans=True)
     data_dir:str|None = _param(None, "a data folder in sentcl's layout; None: the preset's (paper: the dataset hub)",
                                plans=True, own_flag=True)

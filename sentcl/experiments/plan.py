@@ -18,15 +18,16 @@ from .costs import GPU, Calibration, cost_columns
 from ..data.layout import with_data_folder
 from .spec import Arm, Experiment
 from ..methods.base import MethodConfig
-from ..methods import get_method
-from ..train.presets import Preset, get_preset, preset_overrides
+from ..methods import get_method, method_config
+from .parameters import DEFAULT_PRESET
+from ..train.presets import Preset, get_preset
 from .rehearsal import REHEARSAL_MINI_BATCH, REHEARSAL_STEPS, rehearsal_model_folder
-from ..train.trainer import RunOptions, resolve
+from ..train.trainer import RunOptions, checked_options, resolve_options
 from ..views import VIEWS
 
 # %% auto #0
-__all__ = ['PLAN_VERSION', 'run_key', 'Run', 'plan_row', 'arm_overrides', 'training_key', 'rehearsal_run', 'plan_runs',
-           'plan_record', 'run_from_record', 'write_plan', 'check_plan', 'read_plan']
+__all__ = ['PLAN_VERSION', 'run_key', 'Run', 'plan_row', 'resolve_preset', 'arm_overrides', 'training_key', 'rehearsal_run',
+           'plan_runs', 'plan_record', 'run_from_record', 'write_plan', 'check_plan', 'read_plan']
 
 # %% ../../nbs/72_experiments_plan.ipynb #ed31e1e7
 def run_key(arm:str, seed:int|None) -> str:
@@ -76,6 +77,12 @@ def plan_row(run:Run,
     "A run as one row of a plan or `--dry-run`: `run.describe()` (an untrained run's seed '-', not NaN), its cost."
     return {**run.describe(), "seed": "-" if run.seed is None else run.seed, **cost_columns(run, calibration, gpu)}
 
+# %% ../../nbs/72_experiments_plan.ipynb #bdfb9d33
+def resolve_preset(preset:str|Preset, # a key of `sentcl.train.presets.PRESETS`, or a preset resolved already
+                  ) -> Preset:
+    "The `Preset` called `preset`; a `Preset` as it is."
+    return preset if isinstance(preset, Preset) else get_preset(preset)
+
 # %% ../../nbs/72_experiments_plan.ipynb #64a9cc8d
 def _merge(base:dict, over:dict) -> dict:
     "`over` on top of `base`; dict values (view_kwargs) merged key by key."
@@ -87,8 +94,8 @@ def _merge(base:dict, over:dict) -> dict:
 def arm_overrides(arm:Arm, preset:Preset, model:str|None, batch_size:int|None) -> dict:
     "The method-config overrides of one arm under `preset`: training preset < arm < model and batch size (or cap)."
     own = dict(arm.overrides)
-    if preset.name != "paper": own.pop("model", None)  # small presets train their own model on every arm
-    over = _merge(preset_overrides(arm.method, preset.name), own)
+    if not preset.arm_models: own.pop("model", None)  # small presets train their own model on every arm
+    over = _merge(preset.overrides_for(arm.method), own)
     if model is not None: over["model"] = model
     if batch_size is not None: over["batch_size"] = batch_size
     elif preset.batch_size is not None:  # the preset's is a cap: DeCLUTR's cpu-smoke batch is 2 documents, not 8
@@ -112,7 +119,7 @@ def _eval_options(exp:Experiment, preset:Preset) -> dict:
 
 def _reference_run(exp:Experiment, arm:Arm, preset:Preset, folder:Path, model, data_dir) -> Run:
     "The `Run` of an untrained arm: its model evaluated as it is."
-    target = arm.model if preset.name == "paper" and arm.model else model
+    target = arm.model if preset.arm_models and arm.model else model
     if target is None:
         raise SentclError(f"{exp.name}: arm {arm.name} evaluates an untrained model, but neither the arm nor the "
                           f"preset names one; pass model=")
@@ -123,18 +130,26 @@ def _reference_run(exp:Experiment, arm:Arm, preset:Preset, folder:Path, model, d
 # %% ../../nbs/72_experiments_plan.ipynb #5f6f31a5
 def _train_run(exp:Experiment, arm:Arm, preset:Preset, seed, folder:Path, store:Path, model, data_dir,
                steps, batch_size, precision, report_to:str="none") -> Run:
-    "The `Run` of one trained arm and seed, its config and options resolved as `sentcl.train.trainer.train` will."
-    over = arm_overrides(arm, preset, model, batch_size)
+    "The `Run` of one trained arm and seed, its config and options resolved here, once: the trainer takes them as they are."
+    over = arm_overrides(arm, preset, model, batch_size)  # the preset's overrides are in, merged once
     if seed is not None: over["seed"] = seed
     corpus = preset.corpora.get(VIEWS[get_method(arm.method).view].corpus)
     options = RunOptions(out="", preset=preset.name, train_data=corpus, data_dir=data_dir,
                          max_steps=steps, precision=precision, save_every=preset.save_every, progress=False,
                          report_to=report_to)
-    config, options = resolve(arm.method, over, options)
+    config, options = method_config(arm.method, **over), resolve_options(arm.method, options, preset)
     train_folder = store/f"{arm.method}-{training_key(arm.method, config, options)}"
     return Run(exp.name, arm.name, config.seed, arm.method, config.model, over, config,
                dataclasses.replace(options, out=str(train_folder)), exp.tasks[preset.name], config.eval_protocol,
                _eval_options(exp, preset), str(folder), str(train_folder))
+
+# %% ../../nbs/72_experiments_plan.ipynb #afc42612
+@patch
+def attempt(self:Run, **changes) -> RunOptions:
+    "This run's planned options for one attempt: `changes` only to options that leave the weights alone (resume, stop_after)."
+    bad = sorted(set(changes) - set(_NOT_WEIGHTS))
+    if bad: raise SentclError(f"{self.key}: an attempt may not change {', '.join(bad)}: they decide the weights; plan again")
+    return dataclasses.replace(self.options, **changes)
 
 # %% ../../nbs/72_experiments_plan.ipynb #c18e270c
 def rehearsal_run(run:Run, root:Path,
@@ -150,7 +165,7 @@ def rehearsal_run(run:Run, root:Path,
     over = {**run.overrides, "model": model, **({"eval_every": 1} if c.select_on_dev else {})}
     options = dataclasses.replace(run.options, max_steps=REHEARSAL_STEPS if interrupt else 1, save_every=1, out="",
                                   mini_batch_size=REHEARSAL_MINI_BATCH if c.batch_size > REHEARSAL_MINI_BATCH else None)
-    config, options = resolve(run.method, over, options)
+    config, options = method_config(run.method, **over), checked_options(options)  # `over` holds the preset's already
     folder = Path(run.train_folder).parent/f"{run.method}-{training_key(run.method, config, options)}"
     return dataclasses.replace(run, model=config.model, overrides=over, config=config, eval_options=ev,
                                options=dataclasses.replace(options, out=str(folder)), train_folder=str(folder),
@@ -158,7 +173,7 @@ def rehearsal_run(run:Run, root:Path,
 
 # %% ../../nbs/72_experiments_plan.ipynb #33690c40
 def plan_runs(exp:Experiment, # the experiment
-              preset:str="cpu-smoke", # a key of `sentcl.train.presets.PRESETS`
+              preset:str|Preset=DEFAULT_PRESET, # a key of `sentcl.train.presets.PRESETS`, or the preset itself
               out:str|Path|None=None, # the experiment's output folder (default runs/experiments/<name>)
               store:str|Path|None=None, # shared training runs (default: `_train` beside `out`)
               model:str|None=None, data_dir:str|None=None, # None: the preset's
@@ -168,15 +183,15 @@ def plan_runs(exp:Experiment, # the experiment
               report_to:str="none", # training curves of every training (`sentcl.train.curves`); not part of the weights
              ) -> list[Run]:
     "Every run of `exp` under `preset`, resolved; nothing is trained or loaded."
-    p = get_preset(preset)
+    p = resolve_preset(preset)
     model, data_dir = default(model, p.model), with_data_folder(data_dir, p.data_dir)  # a folder adds to the preset's
     if p.needs_data_dir and data_dir is None:
-        raise SentclError(f"preset {preset!r} reads its data from a folder in sentcl's data layout: pass data_dir= "
+        raise SentclError(f"preset {p.name!r} reads its data from a folder in sentcl's data layout: pass data_dir= "
                           "(--data-dir), e.g. a copy of the shared benchmark data")
     out = Path(default(out, Path("runs")/"experiments"/exp.name))
     store = Path(default(store, out.parent/"_train"))
     arms = default(arms, p.study.get(exp.name))  # the study's arms of this experiment, unless arms= says otherwise
-    chosen = [a for a in exp.arms if preset in a.presets and (arms is None or a.name in arms)]
+    chosen = [a for a in exp.arms if p.name in a.presets and (arms is None or a.name in arms)]
     unknown = set(arms or ()) - {a.name for a in exp.arms}
     if unknown: raise SentclError(f"{exp.name}: unknown arm(s) {sorted(unknown)}; arms: {[a.name for a in exp.arms]}")
     steps, precision = default(steps, p.max_steps), default(precision, p.precision)
@@ -188,8 +203,8 @@ def plan_runs(exp:Experiment, # the experiment
             folder = out/"runs"/arm.name/("seed" if seed is None else f"seed{seed}")
             runs.append(_train_run(exp, arm, p, seed, folder, store, model, data_dir, steps, batch_size, precision,
                                    report_to))
-    if rehearse and preset != "paper":
-        raise SentclError(f"rehearse=True rehearses the paper preset, not {preset!r}: use --preset paper --rehearse")
+    if rehearse and not p.rehearsable:
+        raise SentclError(f"rehearse=True rehearses the paper preset, not {p.name!r}: use --preset paper --rehearse")
     if not rehearse: return runs
     first = next((r for r in runs if r.method is not None), None)  # interrupted and resumed; the others: one step
     return [rehearsal_run(r, out.parent/"_rehearsal", interrupt=r is first) for r in runs]

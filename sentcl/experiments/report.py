@@ -12,7 +12,7 @@ import pandas as pd
 
 from .catalog.registry import EXPERIMENTS
 from ..core import SentclError, atomic_write
-from .plan import plan_runs
+from .plan import plan_runs, resolve_preset
 from .spec import column_headings, published
 from ..data.paper_numbers import PAPERS, load_published
 from .power import claim_verdict
@@ -34,7 +34,8 @@ AGREEING = tuple(claim_verdict([1.0] * n, 1.0) for n in (1, 2))
 
 def says_nothing(doc:dict) -> str|None:
     "'pipeline check' or 'rehearsed' where a result only shows the code ran (its numbers and claims mean nothing)."
-    return "pipeline check" if doc["preset"] == "cpu-smoke" else "rehearsed" if doc.get("kind") == "rehearsal" else None
+    if resolve_preset(doc["preset"]).pipeline_check: return "pipeline check"
+    return "rehearsed" if doc.get("kind") == "rehearsal" else None
 
 def _claims_of(doc:dict, arm:str) -> list[dict]:
     return [c for c in doc["contrasts"] if arm in (c["better"], c["worse"]) and c["status"] != "not measured"]
@@ -46,7 +47,7 @@ def row_status(doc:dict|None, arm:str|None, cells:list[dict]) -> str:
     if doc is None or arm is None or not (ran or any(c["mean"] is not None for c in cells)): return "not run"
     if says_nothing(doc): return says_nothing(doc)
     statuses = [c["status"] for c in _claims_of(doc, arm)]
-    if doc["preset"] == "paper":
+    if resolve_preset(doc["preset"]).paper_setting:
         pairs = [(c["mean"], c["paper"]) for c in cells if c["mean"] is not None and c["paper"] is not None]
         if pairs and all(abs(m - p) <= REPRODUCED_WITHIN for m, p in pairs):
             return f"reproduced (within ±{REPRODUCED_WITHIN:g})"

@@ -26,12 +26,13 @@ import sentcl
 from .catalog.registry import EXPERIMENTS, get_experiment
 from ..core import SentclError, atomic_write, check_shape, default, record_path, write_json
 from .costs import GPU, Calibration, calibrate, load_gpu_check, plan_cost
-from .parameters import plan_arguments
+from .parameters import DEFAULT_PRESET, plan_arguments
 from ..core import read_json
-from .plan import Run, plan_row, plan_runs, read_plan, run_from_record, run_key, write_plan
+from .plan import Run, plan_row, plan_runs, read_plan, resolve_preset, run_from_record, run_key
+from .plan import write_plan
 from .results import check_results
 from .spec import published
-from ..train.presets import PRESETS, get_preset
+from ..train.presets import PRESETS, Preset
 
 # %% auto #0
 __all__ = ['PLAN_FILE', 'BATCH_LOCK', 'select_experiments', 'list_experiments', 'gpu_check_run', 'paper_calibration', 'dry_run',
@@ -42,10 +43,10 @@ __all__ = ['PLAN_FILE', 'BATCH_LOCK', 'select_experiments', 'list_experiments', 
 # %% ../../nbs/77_experiments_runner.ipynb #f6520716
 def select_experiments(names=None, # experiment names (None or empty: all of them, or all of `paper`'s)
                        paper:str|None=None, # keep only this paper's experiments
-                       preset:str|None=None, # without names: a preset with a study runs the study's experiments
+                       preset:str|Preset|None=None, # without names: a preset with a study runs the study's experiments
                       ) -> list[str]:
     "The experiments a batch runs, in catalog order; an unknown name or paper is a one-line error."
-    names = list(names or (get_preset(preset).study if preset else []))
+    names = list(names or (resolve_preset(preset).study if preset else []))
     for n in names: get_experiment(n)
     papers = {e.paper for e in EXPERIMENTS.values()}
     if paper is not None and paper not in papers:
@@ -88,7 +89,7 @@ def paper_calibration(path=None) -> Calibration:
     return calibrate(check, gpu_check_run, None if source is None else os.path.relpath(source))
 
 # %% ../../nbs/77_experiments_runner.ipynb #4a8c800d
-def dry_run(names=None, preset:str="cpu-smoke", data_dir=None, out="runs/experiments", paper=None,
+def dry_run(names=None, preset:str=DEFAULT_PRESET, data_dir=None, out="runs/experiments", paper=None,
             parameters:dict|None=None,
             gpu:GPU|None=None, # price each training on this card, gradient-cached to fit it (`--gpu`)
            ) -> pd.DataFrame:
@@ -251,10 +252,11 @@ class BatchState:
         with self._lock: return dict(self.doc["experiments"].get(name, {}))
 
 # %% ../../nbs/77_experiments_runner.ipynb #4edde113
-def plan_experiment(name:str, preset:str, out:Path, parameters:dict) -> Path:
+def plan_experiment(name:str, preset:str|Preset, out:Path, parameters:dict) -> Path:
     "Plan experiment `name` once for the batch in `out`; its plan file, for the notebook (`plan` parameter)."
-    runs = plan_runs(get_experiment(name), preset, Path(name), **plan_arguments(parameters))  # as its notebook runs
-    return write_plan(Path(out)/name/PLAN_FILE, name, preset, name, runs)
+    p = resolve_preset(preset)
+    runs = plan_runs(get_experiment(name), p, Path(name), **plan_arguments(parameters))  # as its notebook runs
+    return write_plan(Path(out)/name/PLAN_FILE, name, p.name, name, runs)
 
 # %% ../../nbs/77_experiments_runner.ipynb #2632bffb
 def _error_of(log:Path, returncode:int) -> str:
@@ -414,22 +416,22 @@ def __exit__(self:BatchLock, *exc):
         self.path.unlink(missing_ok=True)
 
 # %% ../../nbs/77_experiments_runner.ipynb #7c6f5343
-def run_batch(names=None, preset:str="cpu-smoke", out="runs/experiments", data_dir=None, paper=None,
+def run_batch(names=None, preset:str=DEFAULT_PRESET, out="runs/experiments", data_dir=None, paper=None,
               parameters:dict|None=None, jobs:int=1, force:bool=False, notebooks=None, log=print,
               scheduler=None, # runs the planned batch as scheduler jobs (`sentcl.launch.batch.run_on_scheduler`
                               # with its launcher and Slurm settings bound); None: here, in this process pool
               wait_for_batch:bool=False, # another batch runs in `out`: wait for it (False: say who and stop)
              ) -> pd.DataFrame:
     "Run experiments as a resumable batch, here or as scheduler jobs; one row per experiment: status, seconds, error."
-    get_preset(preset)
+    p = resolve_preset(preset)  # once for the batch's plans (an unknown preset: a one-line error before anything)
     if jobs < 1: raise SentclError(f"--jobs {jobs}: give at least 1")
-    names, out = select_experiments(names, paper, preset), Path(out)
+    names, out = select_experiments(names, paper, p), Path(out)
     label, data_env = data_label(data_dir)
     params = {**(parameters or {}), **({"data_dir": label} if label else {})}
     for n in names: notebook_path(n, notebooks)
     with BatchLock(out, wait_for_batch, log):  # one batch per folder, from its plans to its last record
         with temporary_environment(data_env):  # each experiment planned once, here, resolving the label as jobs will
-            for n in names: plan_experiment(n, preset, out, params)
+            for n in names: plan_experiment(n, p, out, params)
         if scheduler is not None:  # Slurm, or submitit's local executor: it submits, records and waits
             return scheduler(names, preset, out, params, notebooks=notebooks, force=force, env=data_env, log=log)
         return _run_locally(names, preset, out, params, jobs, force, notebooks, log, data_env)

@@ -18,14 +18,13 @@ from ..core import SentclError, default, git_commit, package_versions, write_jso
 from ..data.layout import with_data_folder
 from .execute import device_type, evaluated_as_planned, execute_run, select_device
 from ..core import read_json
-from .plan import Run, plan_row, plan_runs, read_plan, run_key
+from .plan import Run, plan_row, plan_runs, read_plan, resolve_preset, run_key
 from .results import RESULTS_VERSION, check_results, contrast_rows, measured_rows, measured_value
 from .results import stand_ins_in
 from .spec import Experiment, column_headings, published
 from .catalog.registry import get_experiment
-from .parameters import ExperimentParameters, check_parameters, plan_arguments
+from .parameters import DEFAULT_PRESET, ExperimentParameters, check_parameters, plan_arguments
 from ..precision import machine_facts, resolve_precision
-from ..train.presets import get_preset
 
 # %% auto #0
 __all__ = ['ExperimentSession', 'experiment_session']
@@ -33,11 +32,11 @@ __all__ = ['ExperimentSession', 'experiment_session']
 # %% ../../nbs/75_experiments_session.ipynb #e5d9e6f3
 class ExperimentSession:
     "An experiment under one preset and a notebook's parameters: its plan, its runs, its results."
-    def __init__(self, experiment:Experiment, preset:str="cpu-smoke", log=print,
+    def __init__(self, experiment:Experiment, preset:str=DEFAULT_PRESET, log=print,
                  **parameters, # the notebook's other `sentcl.experiments.parameters.ExperimentParameters`
                 ):
         p = ExperimentParameters(preset=preset, **check_parameters(parameters, experiment.name))
-        self.exp, self.preset = experiment.check(), get_preset(preset)
+        self.exp, self.preset = experiment.check(), resolve_preset(preset)  # resolved once: the plan is handed it
         self.out = Path(default(p.out, Path("runs")/"experiments"/experiment.name))
         given = dataclasses.asdict(p)
         self.parameters = {**given, "seeds": None if p.seeds is None else list(p.seeds), "out": str(self.out)}
@@ -45,7 +44,7 @@ class ExperimentSession:
         self.data_dir = with_data_folder(p.data_dir, self.preset.data_dir)  # where the notebook's figures read data
         if p.rehearse: self.data_dir = str(self.out.parent/"_rehearsal"/"data")  # the rehearsal's (`rehearsal_run`)
         self.runs = (read_plan(p.plan, experiment.name, preset, self.out) if p.plan  # the runner's: planned once
-                     else plan_runs(experiment, preset, self.out, **plan_arguments(given)))
+                     else plan_runs(experiment, self.preset, self.out, **plan_arguments(given)))
         self.records, self.figures, self.extra, self.log = {}, [], {}, log
         self._load_finished()
 

@@ -146,12 +146,6 @@ def model_defaults(cls:MethodConfig, model:str) -> dict:
     "Fields whose released value depends on the encoder `model` (a name or path); none unless a method says so."
     return {}
 
-# %% ../../nbs/30_methods_base.ipynb #8a68d1da
-@patch(cls_method=True)
-def small_scale(cls:MethodConfig, preset:str) -> dict:
-    "What small preset `preset` ('cpu', 'cpu-smoke') sets for this method beyond every method's shared small settings."
-    return {}
-
 # %% ../../nbs/30_methods_base.ipynb #c27f5903
 def _content_bytes(part) -> bytes:
     "The bytes of a tensor, or a hash of a list of strings."

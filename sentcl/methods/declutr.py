@@ -142,16 +142,6 @@ class DeCLUTRConfig(MethodConfig):
     # memory bank (supplement §6.2): rows of past batches kept as extra negatives; 0 = none
     memory_size:int = field(default=0, metadata={"range": NON_NEGATIVE})
 
-# %% ../../nbs/36_methods_declutr.ipynb #1ce0623e
-@patch(cls_method=True)
-def small_scale(cls:DeCLUTRConfig, preset:str) -> dict:
-    "DeCLUTR on two CPU cores: a few documents a batch, spans the offline documents hold (cpu) or the samples do."
-    spans = {"cpu": (16, 128), "cpu-smoke": (8, 32)}
-    if preset not in spans: return {}
-    lo, hi = spans[preset]
-    return {"batch_size": 4 if preset == "cpu" else 2, "max_length": 128 if preset == "cpu" else 64,
-            "view_kwargs": {"num_anchors": 2, "num_positives": 2, "min_span": lo, "max_span": hi}}
-
 # %% ../../nbs/36_methods_declutr.ipynb #4f058bc8
 def projection_head(dim:int, width:int=128, activation:str="relu") -> nn.Module:
     "The supplement's projection z = W2 act(W1 e): Linear(dim, width), ReLU (or nothing), Linear(width, width)."

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
-from fastcore.basics import patch
 from torch import Tensor, nn
 
 from .base import Method, MethodConfig
@@ -36,12 +35,6 @@ class SBERTConfig(MethodConfig):
     max_length:int = 128
     grad_clip:float|None = 1.0 # sentence-transformers' fit clips at max_grad_norm=1
     corpus:str = "snli+multi_nli" # SBERT's NLI training data
-
-# %% ../../nbs/31_methods_sbert.ipynb #7d415f67
-@patch(cls_method=True)
-def small_scale(cls:SBERTConfig, preset:str) -> dict:
-    "SBERT under `cpu-smoke`: batches of 16 pairs, so the classifier sees all three labels in a batch."
-    return {"batch_size": 16} if preset == "cpu-smoke" else {}
 
 # %% ../../nbs/31_methods_sbert.ipynb #ff1098a4
 class SBERT(Method):

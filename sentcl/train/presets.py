@@ -28,8 +28,13 @@ class Preset:
     config:dict = field(default_factory=dict) # method-config overrides shared by every method
     config_corpora:dict = field(default_factory=dict) # view corpus kind -> the method config's `corpus`
     run_options:dict = field(default_factory=dict) # `sentcl.train.trainer.RunOptions` defaults where a run leaves None
+    methods:dict = field(default_factory=dict) # method -> its own overrides on top (DeCLUTR's documents and spans)
     # the experiment part: how `sentcl experiments run` plans under it
     model:str|None = None # every arm's model; None: each arm's own (the paper's)
+    arm_models:bool = False # arms keep the model they name (the paper's); False: they train the preset's `config` model
+    rehearsable:bool = False # `--rehearse` runs its runs at their shapes for a step or two (`sentcl.experiments.rehearsal`)
+    paper_setting:bool = False # its numbers stand beside the paper's: a row within the tolerance is reproduced
+    pipeline_check:bool = False # its numbers only show that the code ran (a report says so, and claims nothing)
     data_dir:str|None = None # data folder in sentcl's layout; None: the dataset hub
     needs_data_dir:bool = False # refuse to plan without a data folder
     max_steps:int|None = None # training steps per run; None: the config's epochs
@@ -46,6 +51,12 @@ class Preset:
     def seeds_for(self, experiment:str) -> tuple|None:
         "The seeds `experiment` runs under this preset: its own in `study_seeds`, else the preset's."
         return self.study_seeds.get(experiment, self.seeds)
+
+    def overrides_for(self, method:str) -> dict:
+        "The method-config overrides of `method` under this preset: the shared ones, its view's corpus, its own."
+        m = get_method(method)
+        corpus = self.config_corpora.get(VIEWS[m.view].corpus)
+        return {**self.config, **({"corpus": corpus} if corpus else {}), **self.methods.get(m.name, {})}
 
 # %% ../../nbs/45_train_presets.ipynb #1a174062
 # what a data folder has offline
@@ -78,14 +89,21 @@ SAMPLE_STAND_INS = {"sts": "stsb", "sts5": "stsb", "clustering_acc": "wikitext_t
 # %% ../../nbs/45_train_presets.ipynb #44df9e98
 _SMALL = {"max_length": 32, "eval_every": None, "select_on_dev": False, "epochs": 1}
 
+def _declutr(batch_size:int, max_length:int, min_span:int, max_span:int) -> dict:
+    "DeCLUTR on two CPU cores: `batch_size` documents of two anchors, two positives each, spans the documents hold."
+    return {"batch_size": batch_size, "max_length": max_length,
+            "view_kwargs": {"num_anchors": 2, "num_positives": 2, "min_span": min_span, "max_span": max_span}}
+
 PRESETS = {p.name: p for p in (
-    Preset("paper", "paper setting", save_every=500),
-    Preset("cpu", "small study", {"model": "default", "batch_size": 64, **_SMALL}, CPU_CORPORA, model="default",
+    Preset("paper", "paper setting", save_every=500, arm_models=True, rehearsable=True, paper_setting=True),
+    Preset("cpu", "small study", {"model": "default", "batch_size": 64, **_SMALL}, CPU_CORPORA,
+           methods={"declutr": _declutr(4, 128, 16, 128)}, model="default",
            needs_data_dir=True, max_steps=100, seeds=(0, 1, 2), precision="auto", eval_precision="auto",
            corpora=CPU_CORPORA, save_every=50, stand_ins=CPU_STAND_INS, study=CPU_STUDY, study_seeds=CPU_STUDY_SEEDS),
     Preset("cpu-smoke", "pipeline check", {"model": "default", "batch_size": 32, **_SMALL}, DEFAULT_CORPUS,
-           {"max_steps": 40, "data_dir": SAMPLES_LABEL}, model="tiny", data_dir=SAMPLES_LABEL, max_steps=3,
-           batch_size=8, seeds=(0,), stand_ins=SAMPLE_STAND_INS),
+           {"max_steps": 40, "data_dir": SAMPLES_LABEL}, {"declutr": _declutr(2, 64, 8, 32), "sbert": {"batch_size": 16}},
+           model="tiny", data_dir=SAMPLES_LABEL, max_steps=3, batch_size=8, seeds=(0,), stand_ins=SAMPLE_STAND_INS,
+           pipeline_check=True),
 )}
 ALL_PRESETS = tuple(PRESETS)
 
@@ -100,6 +118,4 @@ def preset_overrides(method:str, # a key of `sentcl.methods.METHODS`
                      preset:str, # a key of `PRESETS`
                     ) -> dict:
     "The method-config overrides `preset` makes for `method`: its shared ones, its view's corpus, the method's own."
-    p, m = get_preset(preset), get_method(method)
-    corpus = p.config_corpora.get(VIEWS[m.view].corpus)
-    return {**p.config, **({"corpus": corpus} if corpus else {}), **m.Config.small_scale(p.name)}
+    return get_preset(preset).overrides_for(method)

@@ -43,14 +43,14 @@ from ..precision import machine_facts, resolve_precision
 from .gradients import rank_slice, setup_distributed, world
 from ..methods.base import NON_NEGATIVE, Method, MethodConfig, check_field
 from ..methods import build_method, get_method, method_config
-from .presets import get_preset, preset_overrides
+from .presets import Preset, get_preset
 from .schedules import build_optimizer, build_scheduler, total_steps
 from ..views import VIEWS, View, build_view
 
 # %% auto #0
-__all__ = ['RESUME_MAY_CHANGE', 'FINISH_POINTS', 'RunOptions', 'run_record', 'flat_record', 'resolve', 'Trainer',
-           'default_loader_workers', 'compile_encoder', 'export_model', 'finished_summary', 'finished_run',
-           'writable_folder', 'check_run_folder', 'load_training_data', 'training_view', 'train']
+__all__ = ['RESUME_MAY_CHANGE', 'FINISH_POINTS', 'RunOptions', 'run_record', 'flat_record', 'checked_options', 'resolve_options',
+           'resolve', 'Trainer', 'default_loader_workers', 'compile_encoder', 'export_model', 'finished_summary',
+           'finished_run', 'writable_folder', 'check_run_folder', 'load_training_data', 'training_view', 'train']
 
 # %% ../../nbs/46_train_trainer.ipynb #49e5aa4e
 @dataclass
@@ -86,14 +86,16 @@ def flat_record(record:dict) -> dict:
     return {f"{part}.{k}": v for part, d in record.items() for k, v in d.items()}
 
 # %% ../../nbs/46_train_trainer.ipynb #32d818d1
-def resolve(method:str, # a key of `sentcl.methods.METHODS`
-            overrides:dict=None, # method-config fields to change, e.g. {"beta": 0.5}
-            options:RunOptions=None, # how the run executes; None: RunOptions()
-           ) -> tuple[MethodConfig, RunOptions]:
-    "The method's config (paper defaults < preset < `overrides`) and the run options (preset defaults filled in)."
-    options = default(options, RunOptions())
-    preset = get_preset(options.preset)
-    config = method_config(method, **{**preset_overrides(method, preset.name), **(overrides or {})})
+def checked_options(options:RunOptions) -> RunOptions:
+    "`options` with every field checked (`check_field`): a one-line error names the first that is out of range."
+    return dataclasses.replace(options, **{f.name: check_field(RunOptions, f.name, getattr(options, f.name))
+                                           for f in dataclasses.fields(options)})
+
+def resolve_options(method:str, # a key of `sentcl.methods.METHODS` (the default run folder is runs/<method>)
+                    options:RunOptions, # how the run executes
+                    preset:Preset, # `options.preset`, resolved by the caller
+                   ) -> RunOptions:
+    "`options` with `preset`'s run-option defaults where they leave None, paths as text, every field checked."
     filled = {k: v for k, v in preset.run_options.items() if getattr(options, k) is None}
     options = dataclasses.replace(options, **filled)
     # a preset's own data (cpu-smoke's bundled stand-ins) stays searched after a folder the user adds
@@ -101,8 +103,18 @@ def resolve(method:str, # a key of `sentcl.methods.METHODS`
     out, train_data = options.out or f"runs/{method}", options.train_data
     options = dataclasses.replace(options, out=str(out), data_dir=None if data_dir is None else str(data_dir),
                                   train_data=None if train_data is None else str(train_data))
-    return config, dataclasses.replace(options, **{f.name: check_field(RunOptions, f.name, getattr(options, f.name))
-                                                   for f in dataclasses.fields(options)})
+    return checked_options(options)
+
+def resolve(method:str, # a key of `sentcl.methods.METHODS`
+            overrides:dict=None, # method-config fields to change, e.g. {"beta": 0.5}
+            options:RunOptions=None, # how the run executes; None: RunOptions()
+           ) -> tuple[MethodConfig, RunOptions]:
+    ("The method's config (paper defaults < preset < `overrides`) and the run options (preset defaults filled in): "
+     "`sentcl train --preset`'s one resolution (an experiment's plan resolves its runs itself).")
+    options = default(options, RunOptions())
+    preset = get_preset(options.preset)
+    config = method_config(method, **{**preset.overrides_for(method), **(overrides or {})})
+    return config, resolve_options(method, options, preset)
 
 # %% ../../nbs/46_train_trainer.ipynb #72b9fed2
 class Trainer:
@@ -540,9 +552,13 @@ def train(method:str, # a key of `sentcl.methods.METHODS`
           dev_eval:Callable=None, # callable(encoder) -> float; None: `make_dev_eval(options.data_dir, protocol)`
           make_dev_eval:Callable=None, # (data_dir, protocol) -> dev_eval, e.g. `sentcl.eval.sts_dev`
           force:bool=False, # start again where `options.out` holds a run (finished, or a checkpoint): it is deleted
+          config:MethodConfig=None, # resolved already (an experiment's plan): trained as it is, with `options` as given
          ) -> dict: # the summary: finished, step, best_dev, model, seconds
     "Train `method` with its paper config changed by `overrides`, run as `options` say; writes the run folder."
-    config, options = resolve(method, overrides, options)
+    if config is None: config, options = resolve(method, overrides, options)
+    elif overrides or options is None:
+        raise SentclError("train: a resolved config= comes with its resolved options= and no overrides")
+    else: options = checked_options(options)  # the preset is not applied again
     if force and options.resume: raise SentclError("--force starts the run again, --resume continues it: give one")
     if options.resume and (done := finished_run(options.out, flat_record(run_record(method, config, options)))):
         warn(f"{options.out} holds this run finished (step {done.get('step')}); nothing to resume")
