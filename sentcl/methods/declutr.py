@@ -194,12 +194,11 @@ class DeCLUTR(Method):
         if cfg.objective not in OBJECTIVES:
             raise SentclError(f"declutr: objective {cfg.objective!r} is not one of {OBJECTIVES}")
         if cfg.projection: self.projection = projection_head(dim, cfg.projection_dim, cfg.projection_activation)
-        if cfg.memory_size: self._build_memory(dim)
-        if cfg.objective != "contrastive": self._build_mlm_head()                # no MLM, no MLM head
+        if cfg.memory_size: _build_memory(self, dim)
+        if cfg.objective != "contrastive": _build_mlm_head(self)                 # no MLM, no MLM head
 
 # %% ../../nbs/36_methods_declutr.ipynb #ff6187b0
-@patch
-def _build_memory(self:DeCLUTR, dim:int):
+def _build_memory(self, dim:int): # `self`: a DeCLUTR method, or anything with its config and heads (`sentcl.st`)
     "The memory bank, as wide as the rows the loss compares."
     cfg = self.config
     if cfg.objective == "mlm": raise SentclError("declutr: memory_size needs the contrastive loss; objective "
@@ -207,8 +206,7 @@ def _build_memory(self:DeCLUTR, dim:int):
     self.memory = MemoryBank(cfg.memory_size, cfg.projection_dim if cfg.projection else dim)
 
 # %% ../../nbs/36_methods_declutr.ipynb #48f84912
-@patch
-def _build_mlm_head(self:DeCLUTR):
+def _build_mlm_head(self): # `self`: a DeCLUTR method, or anything with its config, encoder and heads (`sentcl.st`)
     "The MLM head tied to the input embeddings, with the checkpoint's weights when it has them (else a warning)."
     model = self.encoder.model
     self.mlm_head = MaskedLMHead(model.config, model.get_input_embeddings().weight.shape[0])
