@@ -2,7 +2,7 @@
 exported cell, and the share of exported cells followed by a test before the next export.
 
     python tools/notebook_shape.py                      # every library notebook (nbs/*.ipynb)
-    python tools/notebook_shape.py nbs/02_data.ipynb    # some
+    python tools/notebook_shape.py nbs/25_losses.ipynb  # some
 
 An exported cell is a code cell with an nbdev `export`/`exporti` directive; its length counts the lines of code, not
 the directives or blank lines. A test is a code cell without an export directive that asserts: `assert`, or a
