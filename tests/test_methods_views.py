@@ -8,7 +8,8 @@ import warnings
 import pytest
 import torch
 
-from sentcl import data
+from sentcl.data.corpora import load_documents, load_nli, load_sentences
+from sentcl.data.layout import SAMPLES_DIR
 from sentcl import views
 from sentcl.encoders import SentenceEncoder
 from sentcl.methods import METHODS, build_method
