@@ -277,11 +277,24 @@ def verdict_line(r) -> str:
     if r["verdict"] == "not measured": return f"{head}: *not measured*"
     paper = ("no paper difference" if r["paper_diff"] is None or pd.isna(r["paper_diff"]) else
              f"the paper's {r['paper_diff']:+g} {'inside' if r['paper_inside'] else 'outside'} it")
-    return (f"{head}: *{r['verdict']}*, mean {_sig(r['mean'], 3, True)}, adjusted {r['level']:.2%} interval "
-            f"{_sig(r['lo'], 2, True)} to {_sig(r['hi'], 2, True)} ({paper}); {int(r['agree'])} of {int(r['n'])} "
-            f"seeds in the paper's direction (sign test p = {_sig(r['sign_p'], 2)})")
+    interval = (f"mean {_sig(r['mean'], 3, True)}, adjusted {r['level']:.2%} interval {_sig(r['lo'], 2, True)} to "
+                f"{_sig(r['hi'], 2, True)}" if r["lo"] != r["hi"] else  # no spread: a t-interval of no width says no more
+                f"every seed's difference {_sig(r['lo'], 2, True)}, with no spread to put an interval on")
+    return (f"{head}: *{r['verdict']}*, {interval} ({paper}); {int(r['agree'])} of "
+            f"{int(r['n'])} seeds in the paper's direction (sign test p = {_sig(r['sign_p'], 2)})")
 
 # %% ../../nbs/78_experiments_report_results.ipynb #99eae05f
+def _trained_at(doc:dict) -> str:
+    "The commits a batch's trainings ran, else (not recorded) the commit its results were made at, so marked."
+    s = run_settings(doc)
+    return s["training commits"] if s["training commits"] not in ("–", "not recorded") else f"results at {s['results commit']}"
+
+def _rerun_settings(doc:dict, rerun:dict) -> dict:
+    "{setting: (study's, rerun's)} for the normalisation and the training code, where the two differ."
+    pairs = {"normalize": (run_settings(doc)["normalize"], run_settings(rerun)["normalize"]),
+             "trained at": (_trained_at(doc), _trained_at(rerun))}
+    return {k: v for k, v in pairs.items() if v[0] != v[1]}
+
 def study_summary(docs:dict, # the study's results, `collect_results("results/cpu")`
                   plan, # its `sentcl.experiments.catalog.registry.AnalysisPlan`
                   rerun:dict|None=None, # a rerun's results (`collect_results("results/rerun")`), if any
@@ -296,8 +309,7 @@ def study_summary(docs:dict, # the study's results, `collect_results("results/cp
              f"Holm over those {len(tested)}): {words}.", "", *[f"- {verdict_line(r)}." for _, r in v.iterrows()]]
     if rerun:
         d = differing_values(docs, rerun)
-        norm = lambda n: "" if run_settings(docs[n])["normalize"] == run_settings(rerun[n])["normalize"] else \
-            f"; normalize {run_settings(docs[n])['normalize']} against {run_settings(rerun[n])['normalize']}"
+        norm = lambda n: "".join(f"; {k} {a} against {b}" for k, (a, b) in _rerun_settings(docs[n], rerun[n]).items())
         gap, parts = (d["base"] - d["other"]).abs(), [f"{n} ({len(g)} values in {len(g.drop_duplicates(['arm', 'seed']))} "
                                                        f"runs{norm(n)})" for n, g in d.groupby("experiment")]  # NaN seeds alike
         spread = "" if d.empty else f", by {_sig(gap.min())} to {_sig(gap.max())}: " + ", ".join(parts)
