@@ -178,7 +178,7 @@ def test_a_planted_auto_map_never_runs(tmp_path):
     "sentcl's loaders (st's sentence_transformer, the card's load_sentence_transformer, the encoder) run no code it names."
     import numpy as np
     from sentcl.encoders import SentenceEncoder
-    from sentcl.st import sentence_transformer
+    from sentcl.st.models import sentence_transformer
     from sentcl.st_modules import load_sentence_transformer
     folder, marker, enc = _planted(tmp_path)
     sents = ["A man is playing a guitar.", "Tom and Jerry became good friends."]
@@ -271,4 +271,4 @@ def test_a_figure_that_links_out_of_the_batch_is_not_copied(tmp_path):
     assert r.returncode == 0, r.stderr[-1500:]
     copied = [p for p in (tmp_path/"report").rglob("*.png") if p.read_bytes() == b"not the batch's"]
     report = (tmp_path/"report"/"report.md").read_text()
-    assert not copied and f"figures[0]: 'leak.png' leads to {secret.resolve()}, outside" in report
+    assert not copied and f"figures[0]: 'liao-table2/leak.png' leads to {secret.resolve()}, outside" in report

@@ -145,9 +145,10 @@ def _provenance(doc:dict) -> str:
 # %% ../../nbs/79_experiments_report.ipynb #e12f37e7
 def _figure_lines(doc:dict, out:Path) -> list[str]:
     "Copy the experiment's PNG figures beside the report and embed them; one that leads out of its batch, not copied."
-    lines, folder = [], Path(doc["_folder"])
+    lines = []
     for i, f in enumerate(doc["figures"]):
         if not f.endswith(".png"): continue
+        folder = Path(doc["_folder"])
         try: src = inside_folder(folder.parent, f"{folder.name}/{f}", f"{folder/'results.json'}: figures[{i}]")
         except SentclError as e: lines += ["", f"> figure not copied: {e}"]; continue
         if not src.is_file(): continue
