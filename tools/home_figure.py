@@ -70,7 +70,7 @@ def main(argv=None) -> int:
     from sentcl.eval.result_charts import contrast_chart
     headless_backend()
     chart = contrast_chart(study_contrasts(Path(args.results)),
-                           title="CPU study: paired STS differences")
+                           title="CPU study (a pilot): paired STS differences, verdicts at this scale")
     for p in chart.save(args.out, formats=("png",)): print(f"written: {p}")
     return 0
 

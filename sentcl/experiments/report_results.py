@@ -180,10 +180,9 @@ def family_verdicts(docs:dict, # {experiment: results document}, e.g. `collect_r
     rows = []
     for name, better, worse, column in plan.family:
         c = next((c for c in (docs.get(name) or {}).get("contrasts", [])
-                  if (c["better"], c["worse"], c["column"]) == (better, worse, column)), None)
-        rows.append({"experiment": name, "claim": c["claim"] if c else None, "better": better, "worse": worse,
-                     "column": column, "paper_diff": c["paper_diff"] if c else None, "diffs": c["diffs"] if c else [],
-                     **plan.member(name, better, worse, column)})
+                  if (c["better"], c["worse"], c["column"]) == (better, worse, column)), {})
+        rows.append({"experiment": name, "claim": c.get("claim"), "better": better, "worse": worse, "column": column,
+                     "paper_diff": c.get("paper_diff"), "diffs": c.get("diffs", []), **plan.member(name, better, worse, column)})
     tested = [r for r in rows if len(r["diffs"]) >= 2]
     for r, a in zip(tested, assess_family(tested, plan.alpha)): r.update(a)
     return pd.DataFrame(rows).assign(verdict=lambda t: t.get("verdict", pd.Series(dtype=object)).fillna("not measured"))
@@ -272,20 +271,16 @@ def cost_sentence(docs:dict, order=None) -> str:
 
 # %% ../../nbs/78_experiments_report_results.ipynb #f839c4a7
 def verdict_line(r, # a `family_verdicts` row
-                 scale:str="the CPU study's scale", # where the verdict holds
-                ) -> str:
+                 scale:str="the CPU study's scale") -> str: # where the verdict holds
     "One claim column's verdict by the plan, with its simultaneous interval, k of n and sign-test p, in words."
-    claim = r["claim"] if isinstance(r["claim"], str) else f"{r['better']} beats {r['worse']}"  # none: NaN
-    head = f"`{r['experiment']}`, {claim} (`{r['column']}`)"
+    head = f"`{r['experiment']}`, {r['claim'] if isinstance(r['claim'], str) else r['better'] + ' beats ' + r['worse']} (`{r['column']}`)"
     if r["verdict"] == "not measured": return f"{head}: *not measured*"
-    ref = r["reference"]
-    against = ("no paper difference and no smallest effect of interest" if ref is None or pd.isna(ref) else
-               f"{r['reference_of']} {ref:+g} {'inside' if r['reference_inside'] else 'outside'} it")
-    floor = (f"; no spread above the storage step {r['resolution']:g}, so the interval uses the rounding's own spread"
-             if r["zero_spread"] else "")
-    return (f"{head}: *{r['verdict']}* at {scale}, mean {_sig(r['mean'], 3, True)}, simultaneous {r['level']:.2%} "
-            f"interval {_sig(r['lo'], 2, True)} to {_sig(r['hi'], 2, True)} ({against}{floor}); {int(r['agree'])} of "
-            f"{int(r['n'])} seeds in the claim's direction (sign test p = {_sig(r['sign_p'], 2)})")
+    no_ref, floor = r["reference"] is None or pd.isna(r["reference"]), " so the interval uses the rounding's own spread"
+    against = ("no paper difference and no smallest effect of interest" if no_ref else f"{r['reference_of']} {r['reference']:+g} "
+               f"{'inside' if r['reference_inside'] else 'outside'} it") + (f"; no spread above the storage step {r['resolution']:g},{floor}" if r["zero_spread"] else "")
+    return (f"{head}: *{r['verdict']}* at {scale}, mean {_sig(r['mean'], 3, True)}, simultaneous {r['level']:.2%} interval "
+            f"{_sig(r['lo'], 2, True)} to {_sig(r['hi'], 2, True)} ({against}); {int(r['agree'])} of {int(r['n'])} seeds in "
+            f"the claim's direction (sign test p = {_sig(r['sign_p'], 2)})")
 
 # %% ../../nbs/78_experiments_report_results.ipynb #99eae05f
 def _trained_at(doc:dict) -> str:
