@@ -21,7 +21,7 @@ from ..train.presets import get_preset
 # %% auto #0
 __all__ = ['CACHED_SECONDS', 'refresh_derived', 'collect_results', 'collect_failures', 'stand_ins_used', 'compare_results',
            'run_precision', 'training_commits', 'commit_note', 'run_settings', 'setting_differences', 'family_verdicts',
-           'study_cost', 'differing_values', 'cost_sentence', 'verdict_line', 'study_summary']
+           'run_matches_plan', 'study_cost', 'differing_values', 'cost_sentence', 'verdict_line', 'study_summary']
 
 # %% ../../nbs/78_experiments_report_results.ipynb #5baccb51
 def refresh_derived(doc:dict) -> dict:
@@ -186,6 +186,22 @@ def family_verdicts(docs:dict, # {experiment: results document}, e.g. `collect_r
     tested = [r for r in rows if len(r["diffs"]) >= 2]
     for r, a in zip(tested, assess_family(tested, plan.alpha)): r.update(a)
     return pd.DataFrame(rows).assign(verdict=lambda t: t.get("verdict", pd.Series(dtype=object)).fillna("not measured"))
+
+# %% ../../nbs/78_experiments_report_results.ipynb #094e38ae
+def run_matches_plan(docs:dict, # {experiment: results document} of the registered run's batch
+                     plan, # its `AnalysisPlan`, with `run`
+                    ) -> pd.DataFrame:
+    "Per experiment of the plan's run: arms, seeds, preset and training precision planned and run; matches; complete."
+    rows = []
+    for name, want in plan.run.get("experiments", {}).items():
+        d = docs.get(name) or {"runs": [], "parameters": {}, "preset": None, "complete": False}
+        arms, seeds = sorted({r["arm"] for r in d["runs"]}), sorted({r["seed"] for r in d["runs"] if r["seed"] is not None})
+        prec = d["parameters"].get("precision")
+        rows.append({"experiment": name, "arms": ", ".join(want["arms"]), "seeds planned": want["seeds"], "seeds run": seeds,
+                     "preset": d["preset"], "precision": prec, "complete": d["complete"],
+                     "matches": set(arms) <= set(want["arms"]) and set(seeds) <= set(want["seeds"]) and
+                                (not d["runs"] or (d["preset"] == plan.run["preset"] and prec == plan.run["precision"]))})
+    return pd.DataFrame(rows)
 
 # %% ../../nbs/78_experiments_report_results.ipynb #d4104ffa
 CACHED_SECONDS = 10  # an evaluation this quick read its model's vectors from the embedding cache
