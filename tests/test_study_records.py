@@ -101,3 +101,17 @@ def test_the_recomputation_can_fail():
     flipped = [r for r in rows if r[4] != "inconclusive"][0]
     assert _verdict(flipped[6], flipped[7], None, "x") != flipped[4] or flipped[4] in ("supported", "contradicted")
     assert not _close("+2.7", 2.8) and _close("+2.7", 2.74) and _close("-0.0012", -0.00124) and _close("120", 123.4)
+
+
+def test_the_registered_plan():
+    "results/confirm/PLAN.json: at most six columns, every paper, new seeds, and what its sizing gives from the pilot."
+    plan = json.loads((ROOT/"results"/"confirm"/"PLAN.json").read_text())
+    papers = {m["experiment"].split("-")[0] for m in plan["family"]}
+    assert len(plan["family"]) <= 6 and papers == {"pairsupcon", "liao", "sncse", "declutr"}, plan["family"]
+    pilot = {r["seed"] for p in (ROOT/"results"/"cpu").glob("*/results.json") for r in json.loads(p.read_text())["runs"]}
+    new = {s for e in plan["run"]["experiments"].values() for s in e["seeds"]}
+    assert new and not new & pilot, (new, pilot)
+    assert plan["run"]["budget"]["planned_two_core_hours"] <= plan["run"]["budget"]["two_core_hours"]
+    spec = importlib.util.spec_from_file_location("confirm_plan", ROOT/"tools"/"confirm_plan.py")
+    confirm_plan = importlib.util.module_from_spec(spec); spec.loader.exec_module(confirm_plan)
+    assert confirm_plan.main(["--check"]) == 0, "the committed plan is not what tools/confirm_plan.py computes"

@@ -114,12 +114,11 @@ def study_plan_members(plan:AnalysisPlan, preset:str="cpu") -> set:
 def plan_markdown(plan:AnalysisPlan) -> str:
     "The plan in words, for a page: its status, the rule, what stands beside it, and the family, one line per column."
     exps = {name: get_experiment(name) for name in dict.fromkeys(f[0] for f in plan.family)}
-    claim = lambda n, b, w: next((c.claim for c in exps[n].contrasts if (c.better, c.worse) == (b, w)),
-                                 f"{b} beats {w} (the mechanism)")
+    claim = lambda n, b, w, col: next(c.claim for c in exps[n].contrasts if (c.better, c.worse) == (b, w) and col in c.columns)
     soi = lambda m: "–" if m not in plan.sesoi else f"{plan.sesoi[m]:+g}"
     lines = [f"**{plan.name}** ({plan.status}{'; ' + plan.note if plan.note else ''}). **Rule** (level {plan.alpha:g} for the family of {len(plan.family)}): "
              f"{plan.rule}. **Beside it:** {plan.beside}.", "",
              "| experiment | claim | better − worse | column | smallest effect of interest | storage step |",
              "|---|---|---|---|---:|---:|"]
-    return "\n".join(lines + [f"| `{n}` | {claim(n, b, w)} | {b} − {w} | `{col}` | {soi((n, b, w, col))} | "
+    return "\n".join(lines + [f"| `{n}` | {claim(n, b, w, col)} | {b} − {w} | `{col}` | {soi((n, b, w, col))} | "
                               f"{plan.resolution.get(col, 0.0):g} |" for n, b, w, col in plan.family])
