@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-import sentcl.eval
+import sentcl.eval.clustering
 import sentcl.eval.senteval
 from sentcl.cli import add_eval_arguments, run_eval
 from sentcl.data.layout import SAMPLES_DIR
@@ -74,11 +74,11 @@ def test_no_normalize_restores_the_raw_pooled_vectors(tmp_path, mr_dir, classifi
 
 
 def test_clustering_follows_and_sts_does_not_change(monkeypatch):
-    seen, real = [], sentcl.eval.kmeans_scores
+    seen, real = [], sentcl.eval.clustering.kmeans_scores
     def spy(X, *args, **kwargs):
         seen.append(np.array(X))
         return real(X, *args, **kwargs)
-    monkeypatch.setattr(sentcl.eval, "kmeans_scores", spy)
+    monkeypatch.setattr(sentcl.eval.clustering, "kmeans_scores", spy)  # where eval_clustering looks it up
     own, raw = (evaluate("default", "stsb,wikitext_topics", SAMPLES_DIR, normalize=n, log=lambda m: None)
                 for n in (None, False))
     np.testing.assert_allclose(np.linalg.norm(seen[0], axis=1), 1, atol=1e-5)

@@ -17,8 +17,8 @@ from fastcore.basics import patch
 from ..core import SentclError, default
 from ..data.tasks import STS_TASKS, load_sts
 from ..encoders import pool
-from . import STS_SUBSET_TASKS, eval_sts, model_token_limit, protocol_encoder, sts_correlations
-from .common import as_encoder, cosine_rows, embed_unique, load_task_data
+from .sts import STS_SUBSET_TASKS, eval_sts, sts_correlations
+from .common import as_encoder, cosine_rows, embed_unique, load_task_data, model_token_limit, protocol_encoder
 from ..negation import SNCSE_ANCHOR_TEMPLATE
 
 # %% auto #0

@@ -14,7 +14,7 @@ from fastcore.basics import patch
 from ..core import SentclError, check_shape
 from ..experiments.parameters import plan_arguments
 from .slurm import LAUNCHERS, SUBMITIT_FOLDER, ClusterOptions, cluster_file_line, cluster_options
-from .slurm import make_executor, submitit_folder
+from .slurm import job_name, make_executor, submitit_folder
 from .jobs import ExperimentJob, outcome_path
 
 # %% auto #0
@@ -156,7 +156,7 @@ def _log_path(out, job_id) -> str:
 def submit(self:_Submitter, names:list, after:dict, job_ids:dict):
     "Submit `names` as one array (Slurm) or one job each (local), after the jobs of what they wait for."
     deps = sorted({job_ids[d] for n in names for d in after[n] if d in job_ids})
-    ex = make_executor(self.launcher, self.out, self.options, f"sentcl-{self.out.name}", deps)
+    ex = make_executor(self.launcher, self.out, self.options, job_name(self.out), deps)
     with ex.batch(): submitted = [ex.submit(self.job(n)) for n in names]
     for n, job in zip(names, submitted):
         self.jobs[n], job_ids[n] = job, job.job_id

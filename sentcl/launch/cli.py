@@ -13,7 +13,7 @@ from pathlib import Path
 from ..core import SentclError
 from ..experiments.parameters import plan_arguments
 from .slurm import CLUSTER_FILE, ENV_PREFIX, LAUNCHERS, MAX_TIMEOUTS, SCALAR_OPTIONS, ClusterOptions
-from .slurm import cluster_file_line, cluster_options, parse_time, sbatch_script
+from .slurm import cluster_file_line, cluster_options, job_name, parse_time, sbatch_arguments, sbatch_script
 from .batch import job_outcome, job_state, run_on_scheduler, training_finished, training_order, waves
 
 # %% auto #0
@@ -72,7 +72,7 @@ def wave_scripts(options:ClusterOptions, out, todo:list, after:dict) -> dict:
     for w in sorted(set(wave.values())):
         members = [n for n in todo if wave[n] == w]
         deps = [f"<job of {d}>" for d in dict.fromkeys(d for n in members for d in after[n])]
-        scripts[w] = sbatch_script(options, out, f"sentcl-{Path(out).resolve().name}", len(members), deps)
+        scripts[w] = sbatch_script(options, out, job_name(out), len(members), deps)
     return scripts
 
 # %% ../../nbs/83_launch_cli.ipynb #2c3023ac
@@ -195,6 +195,8 @@ def run_job_plan(args, parameters:dict) -> int:
     with _wide(): print(plan.to_string(index=False))
     for w, script in scripts.items():
         print(f"\n# wave {w}: the sbatch file of its {(plan.wave == w).sum()} job(s)\n{script}")
+        print("# what sbatch reads from its #SBATCH lines, parsed as sbatch parses them:\n"
+              + "\n".join(f"#   {a}" for a in sbatch_arguments(script)))
     est = pd.to_numeric(plan[next(c for c in plan.columns if c.startswith("est. GPU-h"))], errors="coerce")
     limit = parse_time(plan.time.iloc[0]) / 60
     print(f"{len(plan)} job(s) in {len(scripts)} wave(s), {plan.trains.sum()} training(s): {est.sum():.1f} GPU-hours "

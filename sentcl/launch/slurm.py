@@ -10,6 +10,7 @@ import math
 import os
 import re
 import shlex
+import stat
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,10 +21,11 @@ try: import tomllib
 except ModuleNotFoundError: import tomli as tomllib  # Python 3.10
 
 # %% auto #0
-__all__ = ['LAUNCHERS', 'SCALAR_OPTIONS', 'CLUSTER_FILE', 'ENV_PREFIX', 'SUBMITIT_FOLDER', 'MAX_TIMEOUTS', 'parse_time',
-           'parse_mem', 'ClusterOptions', 'check_owner', 'read_cluster_file', 'environment_settings',
-           'find_cluster_file', 'cluster_file_line', 'cluster_options', 'executor_parameters', 'submitit_folder',
-           'sbatch_script', 'make_executor']
+__all__ = ['LAUNCHERS', 'MIN_MEM_GB', 'SCALAR_OPTIONS', 'CLUSTER_FILE', 'ENV_PREFIX', 'SUBMITIT_FOLDER', 'MAX_TIMEOUTS',
+           'parse_time', 'parse_mem', 'ClusterOptions', 'check_owner', 'read_cluster_file', 'environment_settings',
+           'find_cluster_file', 'cluster_file_line', 'batch_folder', 'job_name', 'cluster_options',
+           'executor_parameters', 'submitit_folder', 'sbatch_arguments', 'check_sbatch_lines', 'sbatch_script',
+           'make_executor']
 
 # %% ../../nbs/80_launch_slurm.ipynb #70a5c6fa
 LAUNCHERS = ("local", "slurm", "submitit-local")
@@ -41,13 +43,15 @@ def parse_time(text) -> int:
 
 # %% ../../nbs/80_launch_slurm.ipynb #aa4992bf
 _MEM_UNITS = {"K": 1/1024**2, "M": 1/1024, "G": 1, "T": 1024}
+MIN_MEM_GB = 1  # Python, torch and papermill's kernel hold about 0.6 GB before a model loads; less cannot run a job
 
 def parse_mem(text) -> float:
-    "Gigabytes of a Slurm memory size with its unit: 500M, 64G, 1.5T (a bare number is refused: Slurm reads MB)."
+    "Gigabytes of a Slurm memory size with its unit: 64G, 1500M, 1.5T (a bare number is refused: Slurm reads MB)."
     m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([KMGT])B?", str(text).strip(), re.I)
-    if not m: raise ValueError(f"{text!r} is not a memory size with a unit; write e.g. 64G or 500M")
+    if not m: raise ValueError(f"{text!r} is not a memory size with a unit; write e.g. 64G or 1500M")
     gb = float(m.group(1)) * _MEM_UNITS[m.group(2).upper()]
-    if gb <= 0: raise ValueError(f"{text!r}: the memory must be more than zero")
+    if gb < MIN_MEM_GB:  # below 1 MB submitit would even write --mem=0, which Slurm reads as the whole node
+        raise ValueError(f"{text!r} is less than the {MIN_MEM_GB}G a sentcl job needs; ask for at least {MIN_MEM_GB}G")
     return gb
 
 # %% ../../nbs/80_launch_slurm.ipynb #a2396954
@@ -87,6 +91,7 @@ def _whole_number(name:str, value, where:str) -> int:
 # %% ../../nbs/80_launch_slurm.ipynb #54865e42
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")  # C0 controls and DEL: a newline or CR ends an #SBATCH line
 _SBATCH_KEY = re.compile(r"[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*")  # an sbatch long option without its dashes
+_SLURM_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*(?:,[A-Za-z0-9][A-Za-z0-9_.+-]*)*")  # partition(s), account, QoS
 
 def _one_line(text:str, where:str, allowed:str="") -> str:
     "`text`, or a one-line error naming `where` when it holds a control character other than `allowed`."
@@ -95,43 +100,61 @@ def _one_line(text:str, where:str, allowed:str="") -> str:
                               "one line of plain text: remove it")
     return text
 
+def _sbatch_text(text:str, where:str) -> str:
+    "`text` as an #SBATCH value: one line and no backslash (sbatch reads one as an escape even inside quotes)."
+    if "\\" in _one_line(text, where):
+        raise SentclError(f"{where}: {text!r} holds a backslash, which sbatch reads as an escape even inside quotes, "
+                          "so the value would not reach Slurm as written: remove it")
+    return text
+
 # %% ../../nbs/80_launch_slurm.ipynb #f58f096a
+_DIRECTIVE = ("#SBATCH", "#SLURM")  # a line sbatch reads options from, until the script's first command
+
 def _checked_table(name:str, value, where:str):
     "`setup` (shell lines, one line each) or `additional` (sbatch options and values), or a one-line error."
     if name == "setup":
         if not (isinstance(value, list) and all(isinstance(s, str) for s in value)):
             raise _bad(name, value, where, "a list of shell lines")
-        return [_one_line(s, f"{where}[{i}]", allowed="\t") for i, s in enumerate(value)]
+        for i, s in enumerate(value):
+            if _one_line(s, f"{where}[{i}]", allowed="\t").startswith(_DIRECTIVE):
+                raise SentclError(f"{where}[{i}]: {s!r} is read by sbatch as options, not run as shell; "
+                                  "put sbatch options in [additional]")
+        return value
     if not (isinstance(value, dict) and all(isinstance(v, (str, int, bool)) for v in value.values())):
         raise _bad(name, value, where, "a table of sbatch options")
     for k, v in value.items():
         if not _SBATCH_KEY.fullmatch(_one_line(k, f"{where}: a key")):
             raise SentclError(f"{where}: {k!r} is not an sbatch option name (e.g. constraint, mail-type)")
-        if isinstance(v, str): _one_line(v, f"{where}.{k}")
+        if isinstance(v, str): _sbatch_text(v, f"{where}.{k}")
     return value
 
 def _checked_value(name:str, value, where:str):
     "`value` of setting `name` in its field's type, or a one-line error saying where it came from."
     if name in ("setup", "additional"): return _checked_table(name, value, where)
-    if isinstance(value, str): _one_line(value, where)
+    if isinstance(value, str): _sbatch_text(value, where)
     if name in _MINIMUM: return _whole_number(name, value, where)
     if name in ("time", "mem"):
         try: (parse_time if name == "time" else parse_mem)(value)
         except ValueError as e: raise SentclError(f"{where}: {e}") from None
         return str(value)
-    if not isinstance(value, str) or not value.strip(): raise _bad(name, value, where, "a name")
+    if not isinstance(value, str) or not _SLURM_NAME.fullmatch(value.strip()):
+        raise _bad(name, value, where, "a Slurm name (letters, digits, _ . + -; commas between several)")
     return value.strip()
 
 # %% ../../nbs/80_launch_slurm.ipynb #143240a2
 def check_owner(path, # the cluster file, named in the error
                 st:os.stat_result, # its status (`os.fstat` of the open file)
+                folder:os.stat_result|None=None, # the status of the folder that holds it
                ):
-    "A one-line error unless the current user owns the cluster file and neither group nor others can write to it."
+    "A one-line error unless the cluster file is the current user's, no one else can write to it or swap it."
     if not hasattr(os, "getuid"): return  # no POSIX owners (Windows)
     if st.st_uid != os.getuid():
         why, fix = f"owned by user id {st.st_uid}, not by you ({os.getuid()})", "remove it or give --cluster-file"
     elif st.st_mode & 0o022:
         why, fix = "writable by others than you", f"if it is as you wrote it, run chmod go-w {shlex.quote(str(path))}"
+    elif folder is not None and folder.st_mode & 0o002 and not folder.st_mode & stat.S_ISVTX:
+        why = "in a folder everyone can write to (and not sticky), so anyone could swap it for another file"
+        fix = "move it to a folder of yours and give --cluster-file"
     else: return
     raise SentclError(f"{path}: {why}; its setup lines would run in every job, so sentcl obeys only a cluster file "
                       f"that is yours and that no one else can change: {fix}")
@@ -146,7 +169,7 @@ def read_cluster_file(path,
     path = Path(path)
     try:
         with open(path, "rb") as f:  # checked and read through one descriptor: no file swapped in between
-            if owned: check_owner(path, os.fstat(f.fileno()))
+            if owned: check_owner(path, os.fstat(f.fileno()), os.stat(path.parent))
             doc = tomllib.loads(f.read().decode("utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
         raise SentclError(f"{path}: cannot read it as TOML ({e}); fix or remove the file") from None
@@ -188,13 +211,27 @@ def cluster_file_line(out, given=None) -> str:
             f"no cluster file (none at {Path(out).resolve().parent/CLUSTER_FILE}; --cluster-file names one)")
 
 # %% ../../nbs/80_launch_slurm.ipynb #b75d4701
+def batch_folder(out) -> Path:
+    "The batch folder `out`, resolved, or a one-line error when its path holds what Slurm or sbatch would change."
+    path = Path(out).resolve()
+    _one_line(str(path), "--out")  # the folder's name and path are in the sbatch file too
+    odd = [c for c in "%\\'\"" if c in str(path)]
+    if odd: raise SentclError(f"--out {path}: holds {odd[0]!r}, which Slurm and submitit expand or sbatch unquotes in "
+                              "the job's log paths (sentcl would look for the logs elsewhere); "
+                              "give a batch folder whose path has no % \\ ' or \"")
+    return path
+
+def job_name(out) -> str:
+    "The Slurm job name of the batch in `out`: sentcl- and the folder's name, other characters than _ . + - as _."
+    return "sentcl-" + re.sub(r"[^A-Za-z0-9_.+-]", "_", Path(out).resolve().name)
+
 def cluster_options(out, # the batch folder; its parent may hold sentcl-slurm.toml
                     overrides:dict|None=None, # command-line values (None: not given)
                     environ:dict|None=None, # the environment (None: os.environ)
                     cluster_file=None, # --cluster-file: read this file instead of the one beside `out`
                    ) -> ClusterOptions:
     "The batch's cluster settings: defaults < the cluster file (yours only) < SENTCL_SLURM_* < `overrides`."
-    _one_line(str(Path(out).resolve()), "--out")  # the folder's name and path are in the sbatch file too
+    batch_folder(out)
     path = find_cluster_file(out, cluster_file)
     values = read_cluster_file(path) if path else {}
     values.update(environment_settings(os.environ if environ is None else environ))
@@ -225,9 +262,56 @@ def submitit_folder(out) -> Path:
     "Where submitit keeps the batch's jobs: one folder per job id inside the batch folder."
     return Path(out).resolve()/SUBMITIT_FOLDER/"%j"
 
+# %% ../../nbs/80_launch_slurm.ipynb #ef23fade
+_C_SPACE = " \t\n\v\f\r"  # C's isspace
+
+def _directive_arguments(text:str) -> list[str]:
+    "The arguments sbatch takes from one #SBATCH line after its magic word (quotes, escapes and comments as sbatch)."
+    args, i, n = [], 0, len(text)
+    while True:
+        while i < n and text[i] in _C_SPACE: i += 1
+        if i < n and text[i] == ":": raise SentclError(f"sbatch stops at an unexpected ':' in {text!r}")
+        arg, quote, escaped, started = [], "", False, False
+        while i < n and (quote or text[i] not in _C_SPACE):
+            c = text[i]
+            if escaped: escaped = False
+            elif c == "\\":
+                i += 1
+                if i < n and text[i] == " ": arg.append(" "); i += 1; started = True
+                else: escaped = True
+                continue
+            elif quote and c == quote: quote = ""; i += 1; continue
+            elif not quote and c in "\"'": quote = c; i += 1; continue
+            elif not quote and c == "#": break  # the rest of the line is a comment
+            arg.append(c); i += 1; started = True
+        if quote: raise SentclError(f"sbatch stops at an unmatched {quote} in {text!r}")
+        if not started: return args  # nothing (or only quotes) before the end: sbatch reads no more of the line
+        args.append("".join(arg))
+
+def sbatch_arguments(script:str) -> list[str]:
+    "The options sbatch reads from `script`: its #SBATCH (and #SLURM) lines up to the first command."
+    args = []
+    for line in script.split("\n"):
+        if line.startswith(_DIRECTIVE):
+            args += _directive_arguments(line[len(next(w for w in _DIRECTIVE if line.startswith(w))):])
+        elif line.lstrip(_C_SPACE) and not line.lstrip(_C_SPACE).startswith("#"): break
+    return args
+
 # %% ../../nbs/80_launch_slurm.ipynb #7a28b4e9
+def check_sbatch_lines(script:str) -> str:
+    "`script`, or a one-line error when sbatch would read one of its #SBATCH lines otherwise than the shell would."
+    for line in script.split("\n"):
+        if not line.startswith("#SBATCH"): continue
+        try: meant = shlex.split(line[len("#SBATCH"):])
+        except ValueError: meant = None
+        try: read = _directive_arguments(line[len("#SBATCH"):])
+        except SentclError: read = None
+        if read != meant: raise SentclError(f"{line!r}: sbatch would read {read} instead of {meant}; a Slurm value "
+                                            "holds a character sbatch unquotes otherwise than the shell: remove it")
+    return script
+
 def sbatch_script(options:ClusterOptions, out, name:str, count:int=1, dependency:list|None=None) -> str:
-    "The sbatch file submitit writes for `count` jobs (an array when more than one) of the batch in `out`."
+    "The sbatch file submitit writes for `count` jobs (an array when more than one) of the batch in `out`, checked."
     from submitit.slurm.slurm import SlurmExecutor, _convert_mem, _make_sbatch_string
     generic, native = SlurmExecutor._equivalence_dict(), {}
     for k, v in executor_parameters(options, "slurm", name, dependency).items():
@@ -235,7 +319,8 @@ def sbatch_script(options:ClusterOptions, out, name:str, count:int=1, dependency
         else: native[generic[k]] = _convert_mem(v) if k == "mem_gb" else v
     folder = submitit_folder(out)
     command = " ".join([shlex.quote(sys.executable), "-u -m submitit.core._submit", shlex.quote(str(folder))])
-    return _make_sbatch_string(command=command, folder=folder, map_count=count if count > 1 else None, **native)
+    return check_sbatch_lines(_make_sbatch_string(command=command, folder=folder,
+                                                  map_count=count if count > 1 else None, **native))
 
 # %% ../../nbs/80_launch_slurm.ipynb #d6ae14e2
 MAX_TIMEOUTS = 30  # a job reaching its time limit is requeued at most this often (preemptions do not count)
@@ -243,6 +328,7 @@ MAX_TIMEOUTS = 30  # a job reaching its time limit is requeued at most this ofte
 def make_executor(launcher:str, out, options:ClusterOptions, name:str, dependency:list|None=None):
     "submitit's AutoExecutor for the batch in `out`: Slurm, or local processes through the same submission path."
     import submitit
+    if launcher == "slurm": sbatch_script(options, out, name, 1, dependency)  # its #SBATCH lines read as meant
     if launcher not in LAUNCHERS[1:]: raise SentclError(f"--launcher {launcher}: not slurm or submitit-local")
     try: ex = submitit.AutoExecutor(folder=submitit_folder(out), cluster="slurm" if launcher == "slurm" else "local",
                                     slurm_max_num_timeout=MAX_TIMEOUTS, local_max_num_timeout=MAX_TIMEOUTS)
