@@ -6,7 +6,8 @@ Each experiment of the plan runs as `sentcl experiments run --preset cpu EXP --o
 arms, seeds and training precision; an interrupted run resumes where it stopped (finished runs are kept, a training
 resumes from its last checkpoint). Before it starts, it checks that the plan file is the committed one and that this
 machine is the kind the run began on (CPU model and bf16 units, recorded in results/confirm/machine.json), so both
-arms of every seed train and score at one precision on one kind of machine. After each experiment, and every
+arms of every seed train and score at one precision on one kind of machine; a plan that trains in bf16 needs a CPU
+with bf16 units (AVX-512 BF16 or AMX), the pace its budget was priced at. After each experiment, and every
 `--commit-every` minutes while one runs, it copies each finished training's loss log (every term, every log read) to
 results/confirm/train_logs/ and commits results/confirm (never anything else) on the current branch.
 """
@@ -39,13 +40,18 @@ def registered(plan: Path = PLAN) -> dict:
     return json.loads(plan.read_text())
 
 
-def machine_check(out: Path = OUT) -> dict:
-    "This machine's CPU and bf16 units; the first run records them, later ones must match."
+def machine_check(plan: dict, out: Path = OUT) -> dict:
+    "This machine's CPU and bf16 units; the first run records them, later ones must match; a bf16 plan needs bf16 units."
     sys.path.insert(0, str(ROOT))
     from sentcl.core import write_json
     from sentcl.precision import bf16_units, machine_facts
     facts = machine_facts()
     here = {"cpu": facts.get("cpu"), "bf16_units": bf16_units(facts)}
+    native = facts.get("cpu_avx512_bf16") or facts.get("cpu_amx") or facts.get("gpu_bf16")
+    if plan["run"]["precision"] == "bf16" and not native:
+        sys.exit(f"this machine ({here['bf16_units']}) has no bf16 units: the plan trains in bf16, as the pilot did, and "
+                 "is priced at that pace; emulated bf16 runs several times slower. Run it on a CPU with AVX-512 BF16 or "
+                 "AMX (the pilot's ran on one), or register a new plan before any run")
     path = out / "machine.json"
     if path.is_file():
         first = json.loads(path.read_text())
@@ -68,12 +74,16 @@ def copy_logs(out: Path = OUT) -> int:
 
 
 def commit(message: str, out: Path = OUT) -> bool:
-    "Commit results/confirm (only it) when it changed; True when a commit was made."
+    "Commit results/confirm (only it) when it changed; True when made. A failed commit (a busy index) waits for the next."
     copy_logs(out)
-    _git("add", "--", str(out))
-    if not _git("diff", "--cached", "--name-only", "--", str(out)): return False
-    subprocess.run(["git", "commit", "-q", "-m", message, "--", str(out)], cwd=ROOT, check=True)
-    return True
+    try:
+        _git("add", "--", str(out))
+        if not _git("diff", "--cached", "--name-only", "--", str(out)): return False
+        subprocess.run(["git", "commit", "-q", "-m", message, "--", str(out)], cwd=ROOT, check=True)
+        return True
+    except subprocess.CalledProcessError as e:  # e.g. another git command holds index.lock: the records stay on disk
+        print(f"commit skipped ({e}); the next one takes these records too", flush=True)
+        return False
 
 
 def command(exp: str, spec: dict, plan: dict, data_dir: str) -> list[str]:
@@ -97,7 +107,7 @@ def main(argv=None) -> int:
     if args.dry_run:
         for c in cmds.values(): print(" ".join(c))
         return 0
-    here = machine_check()
+    here = machine_check(plan)
     print(f"plan {sha[:12]} ({_git('log', '-1', '--format=%h', '--', str(PLAN))}); machine {here}", flush=True)
     failed = 0
     for exp, cmd in cmds.items():
