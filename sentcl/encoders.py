@@ -124,10 +124,11 @@ def tokenize_with_template(
     head, tail = _special_wrap(tokenizer)
     room = max_length - len(pre) - len(suf) - len(head) - len(tail)
     if room < 1: raise ValueError(f"template {template!r} leaves no room for the sentence at max_length={max_length}")
-    out = []
+    out, types = [], "token_type_ids" in tokenizer.model_input_names
     for ids in tokenizer(list(sentences), add_special_tokens=False)["input_ids"]:
         seq = head + pre + ids[:room] + suf + tail
-        out.append({"input_ids": seq, "token_type_ids": [0] * len(seq)})
+        # token types only from a tokenizer that makes them (DistilBERT's and RoBERTa's do not; their models refuse them)
+        out.append({"input_ids": seq, **({"token_type_ids": [0] * len(seq)} if types else {})})
     return out
 
 # %% ../nbs/20_encoders.ipynb #19e0aa0e

@@ -101,7 +101,10 @@ def test_an_evaluator_returns_what_sentcl_eval_writes(tmp_path):
     assert run_eval(args) == 0
     written = json.loads(out.read_text())["tasks"]["stsb"]["spearman"]
     model = load_sentence_transformer(folder, device="cpu")  # sentcl's loader: no remote code
-    assert evaluators.STSEvaluator("stsb", data_dir=SAMPLES_DIR)(model) == {"stsb_test_spearman": written}
+    # two codes (sentence-transformers' modules, sentcl's encoder) whose vectors agree to about 1e-6: the Spearman x100,
+    # rounded to two decimals, may move by one unit of the rounding
+    scores = evaluators.STSEvaluator("stsb", data_dir=SAMPLES_DIR)(model)
+    assert list(scores) == ["stsb_test_spearman"] and scores["stsb_test_spearman"] == pytest.approx(written, abs=0.01)
 
 
 def test_bad_inputs_are_one_line():

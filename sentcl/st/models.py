@@ -18,7 +18,7 @@ from ..st_modules import load_sentence_transformer
 try: from sentence_transformers import SentenceTransformer
 except ImportError as e:  # pragma: no cover
     raise SentclError(f"sentcl.st needs sentence-transformers ({e}); "
-                      "run `pip install 'sentence-transformers[train]>=3.0'`") from None
+                      "run `pip install 'sentence-transformers[train]>=5.0'`") from None
 
 
 # %% auto #0
