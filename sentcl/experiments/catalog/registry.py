@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from ...core import SentclError
 from ...eval import resolve_tasks
 from ..spec import Experiment
-from ...train.presets import get_preset
+from ..presets import get_preset
 
 
 # %% auto #0
