@@ -41,7 +41,8 @@ def is_number(x):
 # ---------------------------------------------------------------- files and packaging
 
 def test_one_file_per_paper_and_packaged():
-    assert sorted(p.stem for p in DATA.glob("*.json")) == sorted(PAPERS)
+    # outside.json: what others reported when they reran the papers (sentcl.experiments.summary), not a paper's numbers
+    assert sorted(p.stem for p in DATA.glob("*.json") if p.stem != "outside") == sorted(PAPERS)
     assert '"published/*"' in (ROOT / "setup.py").read_text()
     assert "recursive-include sentcl/published" in (ROOT / "MANIFEST.in").read_text()
     assert (DATA / "README.md").exists()

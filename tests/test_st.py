@@ -1,4 +1,4 @@
-"""sentcl.st in sentence-transformers' own trainer and against `sentcl eval`: each loss trains through
+"""sentcl.st's modules in sentence-transformers' own trainer and against `sentcl eval`: each loss trains through
 `SentenceTransformerTrainer` (its collator, prompts and optimiser), DeCLUTR's full objective equals sentcl's with the
 same masks, and an evaluator returns the number `sentcl eval` writes. Tiny model, a few steps, seconds."""
 import argparse
@@ -10,13 +10,14 @@ import pytest
 import torch
 
 import sentcl.methods.declutr
-import sentcl.st as st
+from sentcl.st import datasets, evaluators, losses, models
 from sentcl.cli import add_eval_arguments, run_eval
 from sentcl.core import SentclError
 from sentcl.data.layout import SAMPLES_DIR
 from sentcl.data.corpora import load_documents, load_nli
 from sentcl.encoders import SentenceEncoder
 from sentcl.methods import build_method
+from sentcl.methods.sncse import SNCSEConfig
 from sentcl.views import build_view
 
 from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer, SentenceTransformerTrainingArguments
@@ -45,10 +46,10 @@ def changed(before, after): return {n for n in before if not torch.equal(before[
 
 
 def test_supcon_trains_in_order_and_its_classifier_learns(tmp_path):
-    model = st.sentence_transformer("tiny", device="cpu", pooling="mean_no_cls_padded", max_length=32)
-    loss = st.SupConLoss(model)
-    trainer, before, after = train(model, loss, st.nli_dataset("snli", data_dir=SAMPLES_DIR), tmp_path,
-                                   batch_sampler=st.in_order)
+    model = models.sentence_transformer("tiny", device="cpu", pooling="mean_no_cls_padded", max_length=32)
+    loss = losses.SupConLoss(model)
+    trainer, before, after = train(model, loss, datasets.nli_dataset("snli", data_dir=SAMPLES_DIR), tmp_path,
+                                   batch_sampler=datasets.in_order)
     assert changed(before, after) == set(before) and before                      # every classifier weight moved
     logs = [l for l in trainer.state.log_history if "supcon" in l]
     assert len(logs) == 2 and all(np.isfinite(l["classification"]) for l in logs)
@@ -56,10 +57,10 @@ def test_supcon_trains_in_order_and_its_classifier_learns(tmp_path):
 
 def test_sncse_trains_with_the_prompts_and_refuses_without(tmp_path):
     sentences = [s for s in load_nli("snli", "train", SAMPLES_DIR).premise.unique()[:16]]
-    data = st.sncse_dataset(sentences)
-    model = st.sentence_transformer("tiny", device="cpu", pooling="mask", template=st.SNCSEConfig.anchor_template,
+    data = datasets.sncse_dataset(sentences)
+    model = models.sentence_transformer("tiny", device="cpu", pooling="mask", template=SNCSEConfig.anchor_template,
                                     max_length=32)
-    loss = st.SNCSELoss(model)
+    loss = losses.SNCSELoss(model)
     trainer, before, after = train(model, loss, data, tmp_path, prompts=loss.prompts)
     assert changed(before, after) == {"mlp.0.weight", "mlp.0.bias"}
     assert all("bml" in l and "info_nce" in l for l in trainer.state.log_history if "loss" in l)
@@ -71,13 +72,13 @@ def test_declutr_trains_and_equals_sentcl_with_the_same_masks(tmp_path, monkeypa
     docs = load_documents(SAMPLES_DIR)
     m = build_method("declutr", "tiny", max_length=64)
     m.eval()
-    model = st.sentence_transformer(m.encoder, pooling="mean", max_length=64)
+    model = models.sentence_transformer(m.encoder, pooling="mean", max_length=64)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")                                          # tiny has no pretrained MLM head
-        loss = st.copy_heads(m, st.DeCLUTRLoss(model)).eval()
+        loss = losses.copy_heads(m, losses.DeCLUTRLoss(model)).eval()
     fixed = lambda seed, *parts: torch.Generator().manual_seed(seed)            # the same masks in both
     monkeypatch.setattr(sentcl.methods.declutr, "batch_generator", fixed)
-    monkeypatch.setattr(st, "batch_generator", fixed)
+    monkeypatch.setattr(losses, "batch_generator", fixed)
     batch = build_view("spans", docs, m.encoder.tokenizer, min_span=8, max_span=32).make_batch(
         np.arange(3), np.random.default_rng(0))
     columns = [batch["anchors"], batch["positives"][0::2], batch["positives"][1::2]]
@@ -86,8 +87,8 @@ def test_declutr_trains_and_equals_sentcl_with_the_same_masks(tmp_path, monkeypa
         theirs = loss([model.preprocess(c) for c in columns], None)
     assert abs(float(sum(theirs.values())) - float(ours)) < 1e-6
     assert abs(float(theirs["mlm"]) - terms["mlm"]) < 1e-6
-    data = st.declutr_dataset(docs, model, min_span=8, max_span=32)
-    _, before, after = train(model, loss.train(), data, tmp_path, batch=6, batch_sampler=st.in_order)
+    data = datasets.declutr_dataset(docs, model, min_span=8, max_span=32)
+    _, before, after = train(model, loss.train(), data, tmp_path, batch=6, batch_sampler=datasets.in_order)
     assert changed(before, after) == set(before) and "mlm_head.dense.weight" in before
 
 
@@ -99,23 +100,23 @@ def test_an_evaluator_returns_what_sentcl_eval_writes(tmp_path):
     assert run_eval(args) == 0
     written = json.loads(out.read_text())["tasks"]["stsb"]["spearman"]
     model = SentenceTransformer(str(folder), device="cpu", trust_remote_code=True)
-    assert st.STSEvaluator("stsb", data_dir=SAMPLES_DIR)(model) == {"stsb_test_spearman": written}
+    assert evaluators.STSEvaluator("stsb", data_dir=SAMPLES_DIR)(model) == {"stsb_test_spearman": written}
 
 
 def test_bad_inputs_are_one_line():
-    model = st.sentence_transformer("tiny", device="cpu", max_length=32)
-    loss = st.PairSupConLoss(model)
+    model = models.sentence_transformer("tiny", device="cpu", max_length=32)
+    loss = losses.PairSupConLoss(model)
     feats = [model.preprocess(["a", "b"]), model.preprocess(["c", "d"])]
     with pytest.raises(SentclError, match="label'] != -1"): loss(feats, torch.tensor([0, -1]))
     with pytest.raises(SentclError, match="got 1 text columns, expected 2"): loss(feats[:1], torch.tensor([0, 2]))
-    with pytest.raises(SentclError, match="pooling='mask'"): st.SNCSELoss(model)
+    with pytest.raises(SentclError, match="pooling='mask'"): losses.SNCSELoss(model)
 
 
 def test_pairsupcon_gradients_equal_sentcl():
     "Not only the value: the encoder's and the heads' gradients equal sentcl's on the same batch (dropout off)."
     m = build_method("pairsupcon", "tiny", max_length=32).eval()
-    model = st.sentence_transformer(m.encoder, max_length=32).eval()
-    loss = st.copy_heads(m, st.PairSupConLoss(model))
+    model = models.sentence_transformer(m.encoder, max_length=32).eval()
+    loss = losses.copy_heads(m, losses.PairSupConLoss(model))
     batch = build_view("pairs", load_nli("snli", "train", SAMPLES_DIR)).make_batch(np.arange(16), None)
     m.loss(batch)[0].backward()
     labels = torch.where(batch["entailed"], 0, 2)
@@ -130,8 +131,8 @@ def test_pairsupcon_gradients_equal_sentcl():
 def test_supcon_sampled_positives_and_negatives_equal_sentcl():
     "With n_pos/n_neg sampling the draws are seeded by (seed, labels, groups) in both, so the losses still agree."
     m = build_method("supcon", "tiny", max_length=32, n_pos=2, n_neg=3).eval()
-    model = st.sentence_transformer(m.encoder, pooling=m.train_settings.pooling, max_length=32).eval()
-    loss = st.copy_heads(m, st.SupConLoss(model, n_pos=2, n_neg=3)).eval()
+    model = models.sentence_transformer(m.encoder, pooling=m.train_settings.pooling, max_length=32).eval()
+    loss = losses.copy_heads(m, losses.SupConLoss(model, n_pos=2, n_neg=3)).eval()
     batch = build_view("premise_groups", load_nli("snli", "train", SAMPLES_DIR), shuffle=False).make_batch(
         np.arange(30), None)
     with torch.no_grad():

@@ -19,8 +19,8 @@ from ..data.paper_numbers import PAPERS, load_published
 from .power import claim_verdict
 
 # %% auto #0
-__all__ = ['REPRODUCED_WITHIN', 'AGREEING', 'says_nothing', 'row_status', 'experiment_section', 'report_markdown', 'write_report',
-           'paper_experiments']
+__all__ = ['REPRODUCED_WITHIN', 'AGREEING', 'SUMMARY_LINK', 'says_nothing', 'row_status', 'summary_link', 'experiment_section',
+           'report_markdown', 'write_report', 'paper_experiments']
 
 # %% ../../nbs/79_experiments_report.ipynb #b460fc8f
 # reading and comparing results is `sentcl.experiments.report_results`; the page is written from what it reads
@@ -156,6 +156,13 @@ def _figure_lines(doc:dict, out:Path) -> list[str]:
         lines += ["", f"![{doc['experiment']}: {src.stem}](figures/{doc['experiment']}/{src.name})"]
     return lines
 
+# %% ../../nbs/79_experiments_report.ipynb #adf32381
+SUMMARY_LINK = "../nbs/papers/{paper}.ipynb#reproduction-summary"  # a paper's reproduction summary, seen from reports/
+
+def summary_link(paper:str) -> str:
+    "A Markdown link from the report to `paper`'s reproduction summary, at the end of its paper page."
+    return f"[the reproduction summary of *{load_published(paper)['title']}*]({SUMMARY_LINK.format(paper=paper)})"
+
 # %% ../../nbs/79_experiments_report.ipynb #053d0a95
 def experiment_section(exp, doc:dict|None, out:Path, failure:str|None=None,
                        problem:str|None=None, # why its results file could not be read
@@ -175,7 +182,7 @@ def experiment_section(exp, doc:dict|None, out:Path, failure:str|None=None,
         lines += [""] + _table_lines(exp, table, doc)
     lines += _contrast_lines(doc)
     if doc: lines += _figure_lines(doc, out)
-    return lines + [""]
+    return lines + ["", f"Where the whole paper stands: {summary_link(exp.paper)}.", ""]
 
 # %% ../../nbs/79_experiments_report.ipynb #2894b68a
 def _summary_row(name:str, doc:dict|None, failures:dict, problems:dict) -> str:
