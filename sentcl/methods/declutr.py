@@ -163,7 +163,9 @@ class MemoryBank(nn.Module):
         super().__init__()
         if size < 1: raise SentclError(f"memory bank: size must be at least 1, got {size}")
         self.register_buffer("queue", torch.zeros(size, dim))                   # (Q, d) ring buffer
-        self.register_buffer("seen", torch.zeros((), dtype=torch.long))         # rows enqueued so far
+        self.register_buffer("seen", torch.zeros((), dtype=torch.long))         # rows enqueued so far (checkpointed)
+        self.rows_seen = 0 # `seen` on the host, so that a step never reads the device for it; reloaded with a state
+        self.register_load_state_dict_post_hook(lambda bank, _: setattr(bank, "rows_seen", int(bank.seen)))
 
     @property
     def size(self) -> int: return self.queue.shape[0]
@@ -172,7 +174,7 @@ class MemoryBank(nn.Module):
 @patch
 def negatives(self:MemoryBank) -> Tensor: # (min(seen, Q), d), oldest first
     "A copy of the rows held now, oldest first (fewer than `size` until the queue is full)."
-    n = int(self.seen)
+    n = self.rows_seen
     return self.queue[:n].clone() if n <= self.size else torch.roll(self.queue, -(n % self.size), 0)
 
 # %% ../../nbs/36_methods_declutr.ipynb #6633dd87
@@ -183,9 +185,9 @@ def enqueue(self:MemoryBank, rows:Tensor): # (k, d)
     if rows.ndim != 2 or rows.shape[1] != self.queue.shape[1]:
         raise ValueError(f"memory bank: got rows {tuple(rows.shape)}; expected (k, {self.queue.shape[1]})")
     k, keep = rows.shape[0], rows.detach()[-self.size:].to(self.queue)         # more rows than slots: the newest
-    start = (int(self.seen) + k - keep.shape[0]) % self.size
+    start = (self.rows_seen + k - keep.shape[0]) % self.size
     self.queue[(start + torch.arange(keep.shape[0], device=self.queue.device)) % self.size] = keep
-    self.seen += k
+    self.seen += k; self.rows_seen += k                                       # the device's count and the host's
 
 # %% ../../nbs/36_methods_declutr.ipynb #89c396f0
 class DeCLUTR(Method):

@@ -46,9 +46,10 @@ from .schedules import build_optimizer, build_scheduler, total_steps
 from ..views import VIEWS, View, build_view
 
 # %% auto #0
-__all__ = ['RESUME_MAY_CHANGE', 'FINISH_POINTS', 'RunOptions', 'run_record', 'flat_record', 'checked_options', 'resolve_options',
-           'resolve', 'Trainer', 'default_loader_workers', 'compile_encoder', 'export_model', 'finished_summary',
-           'finished_run', 'writable_folder', 'check_run_folder', 'load_training_data', 'training_view', 'train']
+__all__ = ['RESUME_MAY_CHANGE', 'RUN_ENTRIES', 'FINISH_POINTS', 'RunOptions', 'run_record', 'flat_record', 'checked_options',
+           'resolve_options', 'resolve', 'Trainer', 'default_loader_workers', 'compile_encoder', 'export_model',
+           'finished_summary', 'finished_run', 'writable_folder', 'check_run_folder', 'load_training_data',
+           'training_view', 'train']
 
 # %% ../../nbs/46_train_trainer.ipynb #49e5aa4e
 @dataclass
@@ -142,6 +143,7 @@ class Trainer:
         self.t_start, self.seconds_before = None, 0.0 # this attempt's start; earlier attempts' training time
         self.workers = default(options.loader_workers, default_loader_workers(self.device))
         self.unread, self.t_read = [], None # steps whose loss terms are still on the device; when they were last read
+        self.in_flight = None # the last window of terms on its way to the host (`_queue_log`), written one window later
         if options.compile: compile_encoder(method)
         self.curves = NoCurves() # training curves: `begin` opens the writer `options.report_to` names (rank 0)
         broadcast_parameters(method)
@@ -304,7 +306,7 @@ def _sentences_in(batch:dict) -> int:
 # %% ../../nbs/46_train_trainer.ipynb #b562f75b
 @patch
 def train_step(self:Trainer, batch:dict):
-    "One optimiser step on a global batch (its terms read every `log_every` steps), then any evaluation or checkpoint due."
+    "One optimiser step on a global batch (its terms queued every `log_every` steps), then any evaluation or checkpoint due."
     if self.t_read is None: self.t_read = time.time()
     loss, terms = self._gradients(to_device(batch, self.device))
     lr = self._update()
@@ -313,33 +315,63 @@ def train_step(self:Trainer, batch:dict):
     self.bar.update(1)
     evaluate = bool(self.cfg.eval_every) and self.step % self.cfg.eval_every == 0
     save = bool(self.opts.save_every) and self.step % self.opts.save_every == 0
-    if evaluate or save or self.step % self.opts.log_every == 0: self._read_log()
+    if evaluate or save: self._read_log()  # a checkpoint or a score holds every step before it checked and logged
+    elif self.step % self.opts.log_every == 0: self._queue_log()
     if evaluate: self._evaluate()
     if save: self._checkpoint()
 
 # %% ../../nbs/46_train_trainer.ipynb #a6ea6c07
+def _queue_terms(unread:list, device) -> tuple[torch.Tensor|None, object]:
+    ("The unread steps' tensor terms stacked and copied to the host without waiting (into pinned memory on CUDA), "
+     "and a CUDA event that marks the copy's end (None elsewhere: the copy is done)")
+    tensors = [v for *_, t in unread for v in t.values() if isinstance(v, torch.Tensor)]
+    if not tensors: return None, None
+    stacked = torch.stack([v.detach().double().reshape(()) for v in tensors])
+    if torch.device(device).type != "cuda": return stacked.to("cpu", copy=True), None
+    host, event = stacked.to("cpu", non_blocking=True), torch.cuda.Event()  # pinned: the copy is queued, not waited for
+    event.record()
+    return host, event
+
+def _terms_of(unread:list, host:torch.Tensor|None, event) -> list[dict[str, float]]:
+    "Every step's terms as floats from the copy `_queue_terms` made (waiting for its event first)."
+    if event is not None: event.synchronize()
+    values = iter(host.tolist() if host is not None else [])
+    return [{k: next(values) if isinstance(v, torch.Tensor) else float(v) for k, v in t.items()} for *_, t in unread]
+
 def _read_terms(unread:list, device) -> list[dict[str, float]]:
     "Every unread step's terms as floats: the tensors among them copied to the host in one read (one sync)."
-    tensors = [v for *_, t in unread for v in t.values() if isinstance(v, torch.Tensor)]
-    values = iter(torch.stack([v.detach().double().reshape(()) for v in tensors]).to("cpu", copy=True).tolist()
-                  if tensors else [])
-    return [{k: next(values) if isinstance(v, torch.Tensor) else float(v) for k, v in t.items()} for *_, t in unread]
+    return _terms_of(unread, *_queue_terms(unread, device))
 
 # %% ../../nbs/46_train_trainer.ipynb #55eb0635
 @patch
-def _read_log(self:Trainer):
-    "Read the unread steps' loss terms, stop at a non-finite one, write their log lines and the progress bar."
-    if not self.unread: return
-    read, now = _read_terms(self.unread, self.device), time.time()
-    rate = sum(u[3] for u in self.unread) / max(now - (self.t_read or now), 1e-9)
-    for (step, epoch, lr, _, _), terms in zip(self.unread, read):
+def _write_window(self:Trainer, unread:list, host, event, queued:float):
+    "Write the log lines of a window of steps whose terms were queued at `queued`; stop at a non-finite one."
+    read = _terms_of(unread, host, event)
+    rate = sum(u[3] for u in unread) / max(queued - (self.t_read or queued), 1e-9)
+    for (step, epoch, lr, _, _), terms in zip(unread, read):
         bad = _nonfinite_term(terms)
         saved = f", {self.out/CHECKPOINT} holds the last checkpoint" if (self.out/CHECKPOINT).exists() else ""
         if bad: raise SentclError(f"non-finite loss at step {step} (term: {bad}); the run stopped at step {self.step}"
                                   f"{saved} — lower the learning rate or use fp32")
         self._log({"step": step, "epoch": epoch, **terms, "lr": lr, "sentences_per_s": round(rate, 1)})
-    self.bar.set_postfix(loss=f"{read[-1]['loss']:.4f}", lr=f"{self.unread[-1][2]:.2e}", sent_s=f"{rate:.0f}")
-    self.unread, self.t_read = [], now
+    self.bar.set_postfix(loss=f"{read[-1]['loss']:.4f}", lr=f"{unread[-1][2]:.2e}", sent_s=f"{rate:.0f}")
+    self.t_read = queued
+
+@patch
+def _queue_log(self:Trainer):
+    ("Send the unread steps' terms to the host without waiting, and write the window sent before: its copy ended a "
+     "window of steps ago, so the GPU's queue is never drained (the host runs at most one window ahead)")
+    window = (self.unread, *_queue_terms(self.unread, self.device), time.time())
+    previous, self.in_flight, self.unread = self.in_flight, window, []
+    if previous is not None: self._write_window(*previous)
+
+@patch
+def _read_log(self:Trainer):
+    "Read every step's terms not yet written (waiting for them), stop at a non-finite one, write their log lines."
+    if self.in_flight is not None: window, self.in_flight = self.in_flight, None; self._write_window(*window)
+    if self.unread:
+        window, self.unread = (self.unread, *_queue_terms(self.unread, self.device), time.time()), []
+        self._write_window(*window)
 
 # %% ../../nbs/46_train_trainer.ipynb #e4dabd56
 @patch
@@ -376,11 +408,16 @@ def finished_run(out, record:dict) -> dict|None:
     return None if config_differences({k: saved.get(k) for k in current}, current, ignore=RESUME_MAY_CHANGE) else done
 
 # %% ../../nbs/46_train_trainer.ipynb #394b1084
-def _clear_run(out:Path):
-    "Delete the run in `out` that --force starts again: its summary.json first (the run is no longer finished)."
-    (out/"summary.json").unlink(missing_ok=True)
-    for n in (CHECKPOINT, PREVIOUS, CHECKSUMS): (out/n).unlink(missing_ok=True)
-    for n in ("best", "model"): shutil.rmtree(out/n, ignore_errors=True)
+RUN_ENTRIES = ("summary.json", CHECKPOINT, PREVIOUS, CHECKSUMS, "best", "model", "config.json", "metrics.jsonl",
+               "tensorboard", "evaluations")  # what a run writes in its folder (beside hidden locks and temporary files)
+
+def _clear_run(out:Path) -> list[str]:
+    "Delete the run in `out` that --force starts again (summary.json first: no longer finished); the names deleted."
+    gone = [n for n in RUN_ENTRIES if (out/n).exists() or (out/n).is_symlink()]
+    for n in gone:
+        if (out/n).is_dir() and not (out/n).is_symlink(): shutil.rmtree(out/n, ignore_errors=True)
+        else: (out/n).unlink(missing_ok=True)
+    return gone
 
 # %% ../../nbs/46_train_trainer.ipynb #8be71807
 def writable_folder(out) -> Path:
@@ -395,13 +432,30 @@ def writable_folder(out) -> Path:
     return out
 
 # %% ../../nbs/46_train_trainer.ipynb #08648f63
+def _not_this_run(out:Path, record:dict|None) -> str|None:
+    "Why `out` is no folder to start the run `record` (flat) in: files of no sentcl run, or another run's; None: it is."
+    names = sorted(p.name + "/" * p.is_dir() for p in out.iterdir() if not p.name.startswith("."))
+    if not names: return None
+    try: saved = json.loads((out/"config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError): saved = None
+    if not (isinstance(saved, dict) and "run.method" in saved and "method.model" in saved):
+        return f"holds files of no sentcl run ({', '.join(names[:5])}{', ...' * (len(names) > 5)})"
+    current = json.loads(json.dumps(record or {}, default=str))
+    diff = config_differences({k: saved.get(k) for k in current}, current, ignore=RESUME_MAY_CHANGE)
+    said = [f"{k}: {saved.get(k)!r} there, {current.get(k)!r} now" for k in diff[:3]]
+    return f"holds a sentcl run of another config ({'; '.join(said)})" if diff else None
+
 def check_run_folder(out, # the run folder
                      resume:bool, # the run continues from the folder's checkpoint
-                     force:bool=False, # start again: a finished run or a checkpoint in `out` is deleted
+                     force:bool=False, # start again: what a run wrote in `out` is deleted (and named)
+                     record:dict|None=None, # the run (flat, as config.json holds it): a folder not its own is refused
                     ):
-    "Before step 1: `out` is a folder sentcl can write, holding a checkpoint exactly when the run resumes."
+    "Before step 1: `out` is a folder sentcl can write, empty or this run's, holding a checkpoint exactly when resuming."
     out = writable_folder(out)
-    if force: _clear_run(out)
+    if force and (gone := _clear_run(out)):
+        kept = [p.name for p in out.iterdir() if not p.name.startswith(".")]
+        warn(f"--force: deleted {', '.join(gone)} in {out}" + (f" (other files stay: {', '.join(sorted(kept))})"
+                                                                 if kept else ""))
     if not resume and (done := finished_summary(out)):
         raise SentclError(f"{out} holds a finished run (step {done.get('step')}: summary.json and model/); train it "
                           "again there with --force, or choose a new --out")
@@ -409,6 +463,9 @@ def check_run_folder(out, # the run folder
     if resume and not has: raise SentclError(f"--resume: no {CHECKPOINT} in {out}; start without --resume")
     if has and not resume: raise SentclError(f"{out} holds the checkpoint of an earlier run ({has[0]}); continue it "
                                              "with --resume, or start again in a new --out (or after deleting it)")
+    if record is not None and not resume and not force and (why := _not_this_run(out, record)):
+        raise SentclError(f"--out {out}: {why}; choose a new or empty --out, or --force deletes what a run writes "
+                          f"there ({', '.join(RUN_ENTRIES)})")
 
 # %% ../../nbs/46_train_trainer.ipynb #17de65b5
 @patch
@@ -564,7 +621,8 @@ def train(method:str, # a key of `sentcl.methods.METHODS`
     if dev_eval is None and config.eval_every:  # a dev evaluation is built only for a config that evaluates
         dev_eval = sts_dev(options.data_dir, config.eval_protocol)
     if config.eval_every: getattr(dev_eval, "check", lambda: None)()  # the cheap checks first: nothing is loaded yet
-    check_run_folder(options.out, options.resume, force); check_report_to(options.report_to)
+    check_run_folder(options.out, options.resume, force, flat_record(run_record(method, config, options)))
+    check_report_to(options.report_to)
     device = setup_distributed()
     seed_everything(config.seed)
     data = load_training_data(get_method(method).view, options, config.corpus)
