@@ -59,7 +59,7 @@ def recorder(calls:list):
     return profile
 
 
-def in_process_notebook(name, preset, out, parameters, notebooks=None, env=None) -> dict:
+def in_process_notebook(name, preset, out, parameters, notebooks=None, env=None, started=None) -> dict:
     "What `runner.run_one` has papermill do, here: the notebook's session on the batch's plan, run."
     from sentcl.experiments import runner
     from sentcl.experiments.catalog.registry import get_experiment
