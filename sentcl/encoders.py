@@ -14,6 +14,7 @@ import importlib.util
 import json
 import os
 import shutil
+import sys
 import tempfile
 import warnings
 from dataclasses import dataclass
@@ -402,15 +403,23 @@ def forward(self:SentenceEncoder, features:dict, settings:EncoderSettings=None,
                 features.get("mask_position"))
 
 # %% ../nbs/20_encoders.ipynb #254b72c5
+def _takes_built_mask(model) -> bool:
+    "Whether `model` builds its one mask with transformers' `create_bidirectional_mask`, which keeps a 4-D mask as given."
+    config = model.config
+    if getattr(config, "is_decoder", False): return False                  # a causal mask, built otherwise
+    # layers of another kind (ModernBERT's sliding-window ones) build a second mask from the same 2-D one
+    if set(getattr(config, "layer_types", None) or ["full_attention"]) != {"full_attention"}: return False
+    return getattr(sys.modules.get(type(model).__module__), "create_bidirectional_mask", None) is not None
+
 def attention_bias(attention_mask:torch.Tensor, # (batch, seq), 1 for real tokens
-                   model, # the transformer; its attention implementation decides the mask's form
+                   model, # the transformer; its own code decides which mask it takes
                   ) -> torch.Tensor:
-    "The 4-D attention mask transformers builds from `attention_mask` (SDPA: boolean; eager: additive); else 2-D."
-    impl, keep = getattr(model.config, "_attn_implementation", None), attention_mask[:, None, None, :].bool()
-    if impl == "sdpa": return keep                                          # (batch, 1, 1, seq)
-    if impl == "eager":
-        return torch.zeros(keep.shape, device=keep.device).masked_fill(~keep, torch.finfo(torch.float32).min)
-    return attention_mask
+    "The mask `model`'s code expects: the 4-D mask transformers would build where it takes one as it is, else the 2-D one."
+    if not _takes_built_mask(model): return attention_mask
+    from transformers.masking_utils import create_bidirectional_mask
+    like = attention_mask.new_empty(*attention_mask.shape, 0, dtype=model.dtype)  # (batch, seq, 0): shape, dtype, device
+    # boolean already: transformers' own conversion, a copy to the embeddings' device, does not run
+    return create_bidirectional_mask(model.config, like, attention_mask.bool(), allow_is_bidirectional_skip=False)
 
 # %% ../nbs/20_encoders.ipynb #dde8c196
 @patch

@@ -13,8 +13,8 @@ import torch.nn.functional as F
 from torch import Tensor
 
 # %% auto #0
-__all__ = ['COSINE_EPS', 'cosine_matrix', 'info_nce', 'nt_xent', 'pairsupcon_instance_loss', 'supcon_loss', 'bml_loss',
-           'sncse_loss', 'sncse_positive_loss', 'sncse_negative_loss']
+__all__ = ['COSINE_EPS', 'cosine_matrix', 'info_nce', 'nt_xent', 'pairsupcon_instance_loss', 'supcon_masks', 'supcon_loss',
+           'bml_loss', 'sncse_loss', 'sncse_positive_loss', 'sncse_negative_loss']
 
 # %% ../nbs/25_losses.ipynb #cb75ae35
 _HALF = (torch.float16, torch.bfloat16)
@@ -237,10 +237,31 @@ def _check_groups(fn:str, groups, n:int, device) -> Tensor: # (n,) int
                          f"got {getattr(groups, 'shape', type(groups).__name__)}")
     return groups.to(device)
 
+def _check_square(fn:str, mask, n:int) -> Tensor: # (n, n) bool
+    "`mask`, or a ValueError unless it is a boolean tensor of shape (n, n)."
+    if not isinstance(mask, Tensor) or tuple(mask.shape) != (n, n) or mask.dtype != torch.bool:
+        raise ValueError(f"{fn}: masks must be two boolean tensors of shape ({n}, {n}) (from supcon_masks), "
+                         f"got {getattr(mask, 'shape', type(mask).__name__)}")
+    return mask
+
 def _premise_candidates(groups:Tensor, entailed:Tensor) -> Tensor: # (N, N) bool
     "S_i: the other pairs with anchor i's premise whose hypothesis is entailed (row i, column j)."
     eye = torch.eye(groups.shape[0], dtype=torch.bool, device=groups.device)
     return (groups[:, None] == groups[None, :]) & entailed[None, :] & ~eye
+
+# %% ../nbs/25_losses.ipynb #0d9e2ab7
+def supcon_masks(
+    entailed:Tensor, # (N,) bool, the anchors
+    groups:Tensor, # (N,) int, equal values mark pairs with the same premise
+    n_pos:int=-1, # as `supcon_loss`
+    n_neg:int=-1, # as `supcon_loss`
+    generator:torch.Generator=None, # for the samples; None = a generator seeded 0
+) -> tuple[Tensor, Tensor]: # P_i and N_i of each row: (N, N) bool each
+    "The positives and negatives `supcon_loss` takes per anchor row; sampled ones are best drawn on the host, ahead."
+    eye = torch.eye(groups.shape[0], dtype=torch.bool, device=groups.device)
+    candidates = _premise_candidates(groups, entailed)                             # S_i
+    g = generator if generator is not None else torch.Generator().manual_seed(0)
+    return _supcon_positives(candidates, n_pos, g), _supcon_negatives(~candidates & ~eye, n_neg, g)  # P_i, N_i
 
 # %% ../nbs/25_losses.ipynb #4ddf8ea3
 @_float32_math
@@ -253,6 +274,7 @@ def supcon_loss(
     n_pos:int=-1, # -1: all same-premise entailments are positives; k >= 1: the own one plus k-1 sampled
     generator:torch.Generator=None, # for sampling positives and negatives; None = a generator seeded 0
     n_neg:int=-1, # -1: every other hypothesis is a negative (released code); k >= 1: k sampled per anchor (paper)
+    masks:tuple[Tensor, Tensor]=None, # (P, N) from `supcon_masks`, drawn already (e.g. with the batch); None: here
 ) -> Tensor: # scalar, mean over entailment anchors
     "Liao's SCL: each entailed premise against all hypotheses by dot product, mean -log softmax over its positives."
     _check_temperature("supcon_loss", temperature)
@@ -263,11 +285,8 @@ def supcon_loss(
     entailed = _check_mask("supcon_loss", "entailed", entailed, n, u.device)
     groups = _check_groups("supcon_loss", groups, n, u.device)
     logits = u @ v.T / temperature  # (N, N): anchor premise i vs hypothesis j
-    eye = torch.eye(n, dtype=torch.bool, device=u.device)
-    candidates = _premise_candidates(groups, entailed)                             # S_i
-    g = generator if generator is not None else torch.Generator().manual_seed(0)
-    pos = _supcon_positives(candidates, n_pos, g)                                  # P_i
-    neg = _supcon_negatives(~candidates & ~eye, n_neg, g)                          # N_i
+    if masks is None: pos, neg = supcon_masks(entailed, groups, n_pos, n_neg, generator)  # P_i, N_i
+    else: pos, neg = (_check_square("supcon_loss", m, n).to(u.device) for m in masks)
     logp = torch.log_softmax(logits.masked_fill(~(pos | neg), float("-inf")), dim=1)  # over P_i and N_i
     rows = -logp.masked_fill(~pos, 0.0).sum(1) / pos.sum(1)                        # Eq. 2, mean outside the log
     return _masked_mean(rows, entailed)                                            # no anchor: 0 (released: 0/0)

@@ -174,13 +174,15 @@ def _sync_reason(func, args, kwargs) -> str|None:
 
 # %% ../nbs/01_precision.ipynb #2418814f
 def _copy_reason(func, args, kwargs) -> str|None:
-    "'read to host' for a copy into host memory named as such; 'blocking copy' for a host-to-GPU copy that blocks."
+    ("'read to host' for a blocking copy into host memory; 'blocking copy' for a host-to-GPU copy that blocks. A "
+     "non-blocking `.to` is queued, not waited for (to the host, torch makes its output pinned memory)")
     name = func._schema.name.split("::")[-1]
     if name not in ("_to_copy", "copy_"): return None
     src, dst = (args[0], kwargs.get("device")) if name == "_to_copy" else (args[1], args[0].device)
     if not isinstance(src, torch.Tensor) or dst is None: return None
-    if torch.device(dst).type == "cpu": return "read to host"    # on a GPU a sync; on a CPU the same read, marked
     blocking = not kwargs.get("non_blocking", len(args) > 2 and args[2])
+    if torch.device(dst).type == "cpu":  # on a GPU a sync unless queued; on a CPU the same read, marked
+        return "read to host" if blocking or name == "copy_" else None
     return "blocking copy" if src.device.type == "cpu" and blocking else None
 
 # %% ../nbs/01_precision.ipynb #fba091c1

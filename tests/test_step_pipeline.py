@@ -1,6 +1,9 @@
-"""Issue 35: the step waits on nothing. Batches made in DataLoader workers equal the inline ones; a step forces at most
-one host-device sync per `log_every` steps and makes no tokenizer call on the main process with workers; resume stays
-exact with workers; padding is to multiples of 8 (the bucket) except where a pooling averages over padding."""
+"""Issues 35 and 45: the step waits on nothing. Batches made in DataLoader workers equal the inline ones; a step forces at
+most one host-device sync per `log_every` steps, in every arm of every experiment under the paper preset, and makes no
+tokenizer call on the main process with workers; the log read one window late writes the values an every-step read
+writes; fp16's scaled update reads nothing back; resume stays exact with workers; padding is to multiples of 8 (the
+bucket) except where a pooling averages over padding."""
+import json
 import sys
 from pathlib import Path
 
@@ -56,6 +59,60 @@ def test_a_step_syncs_once_per_log_every_and_tokenizes_in_workers(name):
     r = step_syncs.count(name, steps=10, warm=2, workers=1, log_every=4)
     assert r["syncs_per_step"] * r["steps"] <= r["steps"] / 4, r
     assert r["tokenizer_calls_per_step"] == 0, r
+
+
+ARMS = step_syncs.arm_classes()
+
+
+@pytest.mark.parametrize("arm", ARMS, ids=[f"{c['method']}-{json.dumps(c['overrides'], sort_keys=True)}" for c in ARMS])
+def test_every_paper_arm_syncs_at_most_once_per_log_every(arm):
+    "Each step class of the paper preset's arms (`step_syncs.arm_classes`), on `tiny`: 8 steps, log_every 4, <= 2 syncs."
+    r = step_syncs.count(arm["method"], steps=9, warm=1, workers=0, log_every=4, overrides=arm["overrides"])
+    assert r["syncs_per_step"] * r["steps"] <= r["steps"] / 4, (r, arm["arms"][:3])
+
+
+def test_the_arm_classes_cover_every_paper_arm():
+    "Every arm the paper preset plans is in one class; the sampling and queue arms are classes of their own."
+    from sentcl.experiments.catalog.registry import EXPERIMENTS, get_experiment
+    arms = sorted(a for c in ARMS for a in c["arms"])
+    paper = {f"{e}/{a.name}" for e in EXPERIMENTS for a in get_experiment(e).arms if a.method and "paper" in a.presets}
+    assert len(arms) == len(set(arms)) and set(arms) == paper
+    shapes = [(c["method"], c["overrides"].get("n_neg"), c["overrides"].get("memory_size")) for c in ARMS]
+    assert ("supcon", 3, None) in shapes and ("declutr", None, 128) in shapes
+
+
+@pytest.mark.parametrize("name,overrides", [("supcon", {"n_pos": 3, "n_neg": 3}), ("declutr", {"memory_size": 8})])
+def test_a_late_log_read_writes_the_same_losses(tmp_path, name, overrides):
+    "Read every step (log_every 1) or a window late (log_every 3): the same training, the same logged values."
+    def losses(log_every):
+        out = tmp_path/str(log_every)
+        opts = RunOptions(out=str(out), preset="cpu-smoke", max_steps=7, progress=False, log_every=log_every,
+                          loader_workers=0)
+        train(name, {**step_syncs._view_kwargs(name, overrides), **SMALL}, opts)
+        return [json.loads(line) for line in (out/"metrics.jsonl").read_text().splitlines()]
+    every, late = losses(1), losses(3)
+    assert [r["step"] for r in late] == list(range(1, 8))
+    drop = lambda rows: [{k: v for k, v in r.items() if k != "sentences_per_s"} for r in rows]  # a timing
+    assert drop(every) == drop(late)
+
+
+def test_fp16s_scaled_update_reads_nothing_back():
+    "The trainer's update under a GradScaler with sentcl's fused optimiser: no sync (an unfused one reads found_inf)."
+    from types import SimpleNamespace
+    from sentcl.precision import SyncCounter
+    from sentcl.train.schedules import build_optimizer
+    from sentcl.train.trainer import Trainer
+    def update(fused):
+        model = torch.nn.Linear(4, 4)
+        opt = (build_optimizer("adamw", [{"params": list(model.parameters())}], 1e-3) if fused
+               else torch.optim.AdamW(model.parameters(), fused=False))
+        t = SimpleNamespace(scaler=torch.amp.GradScaler("cpu", enabled=True), optimizer=opt, method=model,
+                            cfg=SimpleNamespace(grad_clip=1.0), scheduler=torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1))
+        t.scaler.scale(model(torch.ones(2, 4)).sum()).backward()
+        with SyncCounter() as c: Trainer._update(t)
+        return c.total
+    assert update(fused=True) == 0
+    assert update(fused=False) > 0  # the counter sees the read the fused optimiser avoids
 
 
 def weights(run):

@@ -216,7 +216,11 @@ class Method(nn.Module):
 def _encoder_settings(self:Method) -> tuple[EncoderSettings, EncoderSettings]:
     "The encoder settings this method trains with and evaluates (and saves) with."
     cfg, enc = self.config, self.encoder
-    if cfg.train_pooling == "cls" and getattr(enc.model, "pooler", None) is None:
+    if cfg.train_pooling == "cls" and not hasattr(enc.model, "pooler"):  # DistilBERT, ELECTRA, DeBERTa, ModernBERT...
+        raise SentclError(f"{self.name} trains with pooling 'cls' (BERT's pretrained pooler), but "
+                          f"{enc.model.config.model_type} models have no pooler; train on the raw [CLS] state "
+                          "instead: --set train_pooling=cls_before_pooler --set eval_pooling=cls_before_pooler")
+    if cfg.train_pooling == "cls" and enc.model.pooler is None:
         raise SentclError(f"{self.name} trains with pooling 'cls' (the BERT pooler), but this encoder was loaded "
                           f"without one; build it with SentenceEncoder(name, pooling='cls') or via "
                           f"build_method({self.name!r}, name)")

@@ -53,12 +53,15 @@ def mask_tokens(
 # %% ../../nbs/36_methods_declutr.ipynb #be6e5acb
 class MaskedLMHead(nn.Module):
     "BERT/RoBERTa MLM head: dense, activation, LayerNorm, then a decoder tied to the input embeddings, plus a bias."
-    def __init__(self, model_config, vocab_size:int):
+    def __init__(self, model_config, vocab_size:int,
+                 embedding_dim:int=None, # the input embeddings' width (ELECTRA, ALBERT: below the hidden size); None = it
+                ):
         super().__init__()
         from transformers.activations import ACT2FN
         d = model_config.hidden_size
-        self.dense, self.act = nn.Linear(d, d), ACT2FN[getattr(model_config, "hidden_act", "gelu")]
-        self.norm = nn.LayerNorm(d, eps=getattr(model_config, "layer_norm_eps", 1e-12))
+        e = default(embedding_dim, d)                                         # the tied decoder reads (vocab, e)
+        self.dense, self.act = nn.Linear(d, e), ACT2FN[getattr(model_config, "hidden_act", "gelu")]
+        self.norm = nn.LayerNorm(e, eps=getattr(model_config, "layer_norm_eps", 1e-12))
         self.bias = nn.Parameter(torch.zeros(vocab_size))
         bert_init_(self, getattr(model_config, "initializer_range", 0.02))
 
@@ -66,7 +69,7 @@ class MaskedLMHead(nn.Module):
 @patch
 def forward(self:MaskedLMHead,
             hidden:Tensor, # (..., d) token states
-            embedding_weight:Tensor, # (vocab, d) the encoder's input embeddings (the tied decoder)
+            embedding_weight:Tensor, # (vocab, e) the encoder's input embeddings (the tied decoder)
            ) -> Tensor: # (..., vocab) logits
     return self.norm(self.act(self.dense(hidden))) @ embedding_weight.T + self.bias
 
@@ -160,7 +163,9 @@ class MemoryBank(nn.Module):
         super().__init__()
         if size < 1: raise SentclError(f"memory bank: size must be at least 1, got {size}")
         self.register_buffer("queue", torch.zeros(size, dim))                   # (Q, d) ring buffer
-        self.register_buffer("seen", torch.zeros((), dtype=torch.long))         # rows enqueued so far
+        self.register_buffer("seen", torch.zeros((), dtype=torch.long))         # rows enqueued so far (checkpointed)
+        self.rows_seen = 0 # `seen` on the host, so that a step never reads the device for it; reloaded with a state
+        self.register_load_state_dict_post_hook(lambda bank, _: setattr(bank, "rows_seen", int(bank.seen)))
 
     @property
     def size(self) -> int: return self.queue.shape[0]
@@ -169,7 +174,7 @@ class MemoryBank(nn.Module):
 @patch
 def negatives(self:MemoryBank) -> Tensor: # (min(seen, Q), d), oldest first
     "A copy of the rows held now, oldest first (fewer than `size` until the queue is full)."
-    n = int(self.seen)
+    n = self.rows_seen
     return self.queue[:n].clone() if n <= self.size else torch.roll(self.queue, -(n % self.size), 0)
 
 # %% ../../nbs/36_methods_declutr.ipynb #6633dd87
@@ -180,9 +185,9 @@ def enqueue(self:MemoryBank, rows:Tensor): # (k, d)
     if rows.ndim != 2 or rows.shape[1] != self.queue.shape[1]:
         raise ValueError(f"memory bank: got rows {tuple(rows.shape)}; expected (k, {self.queue.shape[1]})")
     k, keep = rows.shape[0], rows.detach()[-self.size:].to(self.queue)         # more rows than slots: the newest
-    start = (int(self.seen) + k - keep.shape[0]) % self.size
+    start = (self.rows_seen + k - keep.shape[0]) % self.size
     self.queue[(start + torch.arange(keep.shape[0], device=self.queue.device)) % self.size] = keep
-    self.seen += k
+    self.seen += k; self.rows_seen += k                                       # the device's count and the host's
 
 # %% ../../nbs/36_methods_declutr.ipynb #89c396f0
 class DeCLUTR(Method):
@@ -209,7 +214,7 @@ def _build_memory(self, dim:int): # `self`: a DeCLUTR method, or anything with i
 def _build_mlm_head(self): # `self`: a DeCLUTR method, or anything with its config, encoder and heads (`sentcl.st`)
     "The MLM head tied to the input embeddings, with the checkpoint's weights when it has them (else a warning)."
     model = self.encoder.model
-    self.mlm_head = MaskedLMHead(model.config, model.get_input_embeddings().weight.shape[0])
+    self.mlm_head = MaskedLMHead(model.config, *model.get_input_embeddings().weight.shape)  # (vocab, width)
     source = getattr(model.config, "_name_or_path", "") or ""
     self.mlm_head_source = source if source and load_mlm_head(self.mlm_head, source) else None
     if self.mlm_head_source is None:

@@ -93,7 +93,7 @@ class SimCSESup(Method):
     name, view, Config, paper = "simcse-sup", "triplets", SimCSESupConfig, "simcse"
 
     def build_heads(self, dim):
-        if self.config.reinit_pooler:
+        if self.config.reinit_pooler and self.config.train_pooling == "cls":  # the pooler trains only under 'cls'
             bert_init_(self.encoder.model.pooler, getattr(self.encoder.model.config, "initializer_range", 0.02))
 
 # %% ../../nbs/34_methods_simcse.ipynb #65aa8d50

@@ -14,7 +14,7 @@ from torch import Tensor, nn
 
 from ..core import SentclError
 from ..data.corpora import LABELS
-from ..losses import supcon_loss
+from ..losses import supcon_loss, supcon_masks
 from .base import PREPARED, Method, MethodConfig, batch_generator
 from .sbert import sbert_pair_features
 
@@ -68,14 +68,33 @@ class SupCon(LiaoMethod):
         super().build_heads(dim)
 
 # %% ../../nbs/33_methods_supcon.ipynb #a2fd0421
+def _sampling(cfg) -> bool: return cfg.n_pos != -1 or cfg.n_neg != -1  # positives or negatives drawn per anchor
+
+@patch
+def sampled_masks(self:SupCon, batch) -> dict[str, Tensor]:
+    ("The SCL's drawn positives and negatives of the batch (`supcon_masks`), drawn on the host with the batch: "
+     "drawn in the step, each row's draw would wait for the GPU")
+    cfg, label, groups = self.config, torch.as_tensor(batch["label"]).cpu().long(), torch.as_tensor(batch["groups"]).cpu()
+    g = batch_generator(cfg.seed, label, groups) if cfg.n_pos > 1 or cfg.n_neg > 0 else None
+    pos, neg = supcon_masks(label == 0, groups, cfg.n_pos, cfg.n_neg, g)
+    return {"supcon_positives": pos, "supcon_negatives": neg}                  # (N, N) bool each
+
+@patch
+def prepare_batch(self:SupCon, batch):
+    if PREPARED in batch or not _sampling(self.config): return Method.prepare_batch(self, batch)
+    return {**Method.prepare_batch(self, batch), **self.sampled_masks(batch)}
+
 @patch
 def loss_from_embeddings(self:SupCon, embeddings, batch):
     cfg, u, v = self.config, embeddings["u"], embeddings["v"]
     label = torch.as_tensor(batch["label"], device=u.device).long()          # (N,) 0/1/2
     groups = torch.as_tensor(batch["groups"], device=u.device)
     ce = F.cross_entropy(self.classifier(sbert_pair_features(u, v)).float(), label)  # Eq. 1
-    g = batch_generator(cfg.seed, label, groups) if cfg.n_pos > 1 or cfg.n_neg > 0 else None
-    scl = supcon_loss(u, v, label == 0, groups, cfg.temperature, cfg.n_pos, g, cfg.n_neg)  # Eq. 2
+    masks = None
+    if _sampling(cfg):  # drawn with the batch (prepared), else here (a batch made by hand)
+        drawn = batch if "supcon_positives" in batch else self.sampled_masks(batch)
+        masks = drawn["supcon_positives"], drawn["supcon_negatives"]
+    scl = supcon_loss(u, v, label == 0, groups, cfg.temperature, cfg.n_pos, None, cfg.n_neg, masks)  # Eq. 2
     total = (1 - cfg.lam) * ce + cfg.lam * scl                                 # Eq. 3
     return total, {"classification": ce.detach(), "supcon": scl.detach(), "loss": total.detach()}
 

@@ -144,6 +144,7 @@ class Trainer:
         self.t_start, self.seconds_before = None, 0.0 # this attempt's start; earlier attempts' training time
         self.workers = default(options.loader_workers, default_loader_workers(self.device))
         self.unread, self.t_read = [], None # steps whose loss terms are still on the device; when they were last read
+        self.in_flight = None # the last window of terms on its way to the host (`_queue_log`), written one window later
         if options.compile: compile_encoder(method)
         self.curves = NoCurves() # training curves: `begin` opens the writer `options.report_to` names (rank 0)
         broadcast_parameters(method)
@@ -306,7 +307,7 @@ def _sentences_in(batch:dict) -> int:
 # %% ../../nbs/46_train_trainer.ipynb #b562f75b
 @patch
 def train_step(self:Trainer, batch:dict):
-    "One optimiser step on a global batch (its terms read every `log_every` steps), then any evaluation or checkpoint due."
+    "One optimiser step on a global batch (its terms queued every `log_every` steps), then any evaluation or checkpoint due."
     if self.t_read is None: self.t_read = time.time()
     loss, terms = self._gradients(to_device(batch, self.device))
     lr = self._update()
@@ -315,33 +316,63 @@ def train_step(self:Trainer, batch:dict):
     self.bar.update(1)
     evaluate = bool(self.cfg.eval_every) and self.step % self.cfg.eval_every == 0
     save = bool(self.opts.save_every) and self.step % self.opts.save_every == 0
-    if evaluate or save or self.step % self.opts.log_every == 0: self._read_log()
+    if evaluate or save: self._read_log()  # a checkpoint or a score holds every step before it checked and logged
+    elif self.step % self.opts.log_every == 0: self._queue_log()
     if evaluate: self._evaluate()
     if save: self._checkpoint()
 
 # %% ../../nbs/46_train_trainer.ipynb #a6ea6c07
+def _queue_terms(unread:list, device) -> tuple[torch.Tensor|None, object]:
+    ("The unread steps' tensor terms stacked and copied to the host without waiting (into pinned memory on CUDA), "
+     "and a CUDA event that marks the copy's end (None elsewhere: the copy is done)")
+    tensors = [v for *_, t in unread for v in t.values() if isinstance(v, torch.Tensor)]
+    if not tensors: return None, None
+    stacked = torch.stack([v.detach().double().reshape(()) for v in tensors])
+    if torch.device(device).type != "cuda": return stacked.to("cpu", copy=True), None
+    host, event = stacked.to("cpu", non_blocking=True), torch.cuda.Event()  # pinned: the copy is queued, not waited for
+    event.record()
+    return host, event
+
+def _terms_of(unread:list, host:torch.Tensor|None, event) -> list[dict[str, float]]:
+    "Every step's terms as floats from the copy `_queue_terms` made (waiting for its event first)."
+    if event is not None: event.synchronize()
+    values = iter(host.tolist() if host is not None else [])
+    return [{k: next(values) if isinstance(v, torch.Tensor) else float(v) for k, v in t.items()} for *_, t in unread]
+
 def _read_terms(unread:list, device) -> list[dict[str, float]]:
     "Every unread step's terms as floats: the tensors among them copied to the host in one read (one sync)."
-    tensors = [v for *_, t in unread for v in t.values() if isinstance(v, torch.Tensor)]
-    values = iter(torch.stack([v.detach().double().reshape(()) for v in tensors]).to("cpu", copy=True).tolist()
-                  if tensors else [])
-    return [{k: next(values) if isinstance(v, torch.Tensor) else float(v) for k, v in t.items()} for *_, t in unread]
+    return _terms_of(unread, *_queue_terms(unread, device))
 
 # %% ../../nbs/46_train_trainer.ipynb #55eb0635
 @patch
-def _read_log(self:Trainer):
-    "Read the unread steps' loss terms, stop at a non-finite one, write their log lines and the progress bar."
-    if not self.unread: return
-    read, now = _read_terms(self.unread, self.device), time.time()
-    rate = sum(u[3] for u in self.unread) / max(now - (self.t_read or now), 1e-9)
-    for (step, epoch, lr, _, _), terms in zip(self.unread, read):
+def _write_window(self:Trainer, unread:list, host, event, queued:float):
+    "Write the log lines of a window of steps whose terms were queued at `queued`; stop at a non-finite one."
+    read = _terms_of(unread, host, event)
+    rate = sum(u[3] for u in unread) / max(queued - (self.t_read or queued), 1e-9)
+    for (step, epoch, lr, _, _), terms in zip(unread, read):
         bad = _nonfinite_term(terms)
         saved = f", {self.out/CHECKPOINT} holds the last checkpoint" if (self.out/CHECKPOINT).exists() else ""
         if bad: raise SentclError(f"non-finite loss at step {step} (term: {bad}); the run stopped at step {self.step}"
                                   f"{saved} — lower the learning rate or use fp32")
         self._log({"step": step, "epoch": epoch, **terms, "lr": lr, "sentences_per_s": round(rate, 1)})
-    self.bar.set_postfix(loss=f"{read[-1]['loss']:.4f}", lr=f"{self.unread[-1][2]:.2e}", sent_s=f"{rate:.0f}")
-    self.unread, self.t_read = [], now
+    self.bar.set_postfix(loss=f"{read[-1]['loss']:.4f}", lr=f"{unread[-1][2]:.2e}", sent_s=f"{rate:.0f}")
+    self.t_read = queued
+
+@patch
+def _queue_log(self:Trainer):
+    ("Send the unread steps' terms to the host without waiting, and write the window sent before: its copy ended a "
+     "window of steps ago, so the GPU's queue is never drained (the host runs at most one window ahead)")
+    window = (self.unread, *_queue_terms(self.unread, self.device), time.time())
+    previous, self.in_flight, self.unread = self.in_flight, window, []
+    if previous is not None: self._write_window(*previous)
+
+@patch
+def _read_log(self:Trainer):
+    "Read every step's terms not yet written (waiting for them), stop at a non-finite one, write their log lines."
+    if self.in_flight is not None: window, self.in_flight = self.in_flight, None; self._write_window(*window)
+    if self.unread:
+        window, self.unread = (self.unread, *_queue_terms(self.unread, self.device), time.time()), []
+        self._write_window(*window)
 
 # %% ../../nbs/46_train_trainer.ipynb #e4dabd56
 @patch
