@@ -158,3 +158,24 @@ def test_a_cached_loss_refuses_matryoshka_in_one_line():
     from sentcl.core import SentclError
     with pytest.raises(SentclError, match="cannot replay a truncation"):
         matryoshka(features(model, texts, prompts), labels)
+
+
+def test_every_name_an_error_message_names_is_importable():
+    "A message that says `build it with sentcl.X.y(...)` names something a reader can import from there."
+    import ast
+    import importlib
+    import re
+    from pathlib import Path
+    names = set()
+    for p in sorted((Path(__file__).resolve().parents[1]/"sentcl"/"st").glob("*.py")):
+        for node in ast.walk(ast.parse(p.read_text())):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                names |= set(re.findall(r"\bsentcl(?:\.\w+)+", node.value))
+    assert {"sentcl.st.models.sentence_transformer", "sentcl.methods.sncse.SNCSEConfig.anchor_template"} <= names
+    for name in sorted(names):
+        parts = name.split(".")
+        for cut in range(len(parts), 0, -1):                     # the longest importable module, then attributes
+            try: obj = importlib.import_module(".".join(parts[:cut]))
+            except ImportError: continue
+            for attr in parts[cut:]: obj = getattr(obj, attr)    # AttributeError: the message names nothing
+            break
