@@ -548,6 +548,8 @@ def save(self:SentenceEncoder, path, settings:EncoderSettings=None) -> Path:
             self.tokenizer.save_pretrained(tmp)
         self._write_st_modules(tmp, settings)
         write_json(tmp/"sentcl_config.json", {**dataclasses.asdict(settings), "source": self.name_or_path})
+        for f in tmp.rglob("*"):  # safetensors writes its weights 0600: every file as readable as the folder's others
+            os.chmod(f, (0o777 if f.is_dir() else 0o666) & ~umask)
         _replace_folder(tmp, path)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True); raise
