@@ -13,6 +13,7 @@ import sentcl.methods.declutr
 from sentcl.st import datasets, evaluators, losses, models
 from sentcl.cli import add_eval_arguments, run_eval
 from sentcl.core import SentclError
+from sentcl.st_modules import load_sentence_transformer
 from sentcl.data.layout import SAMPLES_DIR
 from sentcl.data.corpora import load_documents, load_nli
 from sentcl.encoders import SentenceEncoder
@@ -99,7 +100,7 @@ def test_an_evaluator_returns_what_sentcl_eval_writes(tmp_path):
         ["--model", str(folder), "--tasks", "stsb", "--data-dir", str(SAMPLES_DIR), "--out", str(out), "--no-cache"])
     assert run_eval(args) == 0
     written = json.loads(out.read_text())["tasks"]["stsb"]["spearman"]
-    model = SentenceTransformer(str(folder), device="cpu", trust_remote_code=True)
+    model = load_sentence_transformer(folder, device="cpu")  # sentcl's loader: no remote code
     assert evaluators.STSEvaluator("stsb", data_dir=SAMPLES_DIR)(model) == {"stsb_test_spearman": written}
 
 

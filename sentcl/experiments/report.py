@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from .catalog.registry import EXPERIMENTS
-from ..core import SentclError, atomic_write
+from ..core import SentclError, atomic_write, inside_folder
 from .plan import plan_runs, resolve_preset
 from .spec import column_headings, published
 from ..data.paper_numbers import PAPERS, load_published
@@ -145,12 +145,14 @@ def _provenance(doc:dict) -> str:
 
 # %% ../../nbs/79_experiments_report.ipynb #e12f37e7
 def _figure_lines(doc:dict, out:Path) -> list[str]:
-    "Copy the experiment's PNG figures beside the report and embed them."
+    "Copy the experiment's PNG figures beside the report and embed them; one that leads out of its batch, not copied."
     lines = []
-    for f in doc["figures"]:
+    for i, f in enumerate(doc["figures"]):
         if not f.endswith(".png"): continue
-        src = Path(doc["_folder"])/f
-        if not src.exists(): continue
+        folder = Path(doc["_folder"])
+        try: src = inside_folder(folder.parent, f"{folder.name}/{f}", f"{folder/'results.json'}: figures[{i}]")
+        except SentclError as e: lines += ["", f"> figure not copied: {e}"]; continue
+        if not src.is_file(): continue
         dst = out/"figures"/doc["experiment"]/src.name
         dst.parent.mkdir(parents=True, exist_ok=True); shutil.copyfile(src, dst)
         lines += ["", f"![{doc['experiment']}: {src.stem}](figures/{doc['experiment']}/{src.name})"]

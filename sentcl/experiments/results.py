@@ -5,6 +5,8 @@
 # %% ../../nbs/74_experiments_results.ipynb #7ac2a429
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..train.cards import headline_score
@@ -109,10 +111,25 @@ _RUN_SHAPE = {"arm": str, "seed": (int, type(None)), "method": (str, type(None))
               "describe": dict, "train": (dict, type(None)), "folder": str, "train_folder": (str, type(None)),
               "seconds": (int, float)}
 
+_SCORE_TEXT = ("split", "protocol", "classifier")  # the keys of an evaluation whose values are words, not numbers
+
+def _check_numbers(value, where:str):
+    "Every number in `value` (an evaluation's scores, nested) finite, every other leaf a word of `_SCORE_TEXT` or null."
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if isinstance(v, str) and k in _SCORE_TEXT: continue
+            _check_numbers(v, f"{where}.{k}")
+    elif isinstance(value, list):
+        for i, v in enumerate(value): _check_numbers(v, f"{where}[{i}]")
+    elif value is not None and (type(value) not in (int, float) or not math.isfinite(value)):
+        raise SentclError(f"{where}: {value!r} is not a finite number; the experiment's results cannot be read: "
+                          "rerun it (sentcl experiments run --force)")
+
 def _check_run(run:dict, where:str, paths:bool=True):
-    "One run record: the types sentcl writes, its folders inside the batch folder."
+    "One run record: the types sentcl writes, finite scores, its folders inside the batch folder."
     check_shape(run, _RUN_SHAPE, where)
     check_shape(run["eval"], {"tasks": dict, "avg": dict, "settings": dict}, f"{where}.eval", required=("tasks",))
+    _check_numbers(run["eval"]["tasks"], f"{where}.eval.tasks"); _check_numbers(run["eval"].get("avg"), f"{where}.eval.avg")
     for key in ("folder", "train_folder") if paths else ():
         if run.get(key) is not None: record_path(run[key], f"{where}.{key}")
 
@@ -135,6 +152,10 @@ def check_results(doc:dict, # a parsed results.json
         for i, row in enumerate(doc[part]):
             missing = [k for k in keys if k not in check_shape(row, {}, f"{where}: {part}[{i}]")]  # an object
             if missing: raise SentclError(f"{where}: {part}[{i}] lacks {missing}")
+    check_shape(doc, {"git": (str, type(None))}, where)
+    for part, numbers in (("measured", ("paper", "mean", "std", "n", "values")), ("contrasts", ("mean", "std", "n", "diffs"))):
+        for i, row in enumerate(doc[part]):
+            for k in numbers: _check_numbers(row.get(k), f"{where}: {part}[{i}].{k}")
     for i, run in enumerate(doc["runs"]): _check_run(run, f"{where}: runs[{i}]", paths)
     if paths:
         for i, f in enumerate(doc["figures"]): record_path(f, f"{where}: figures[{i}]")  # in the experiment's folder
