@@ -128,3 +128,15 @@ def test_the_staged_command_runs_on_a_cpu_and_returns_results_only(tmp_path):
     assert sum(p.stat().st_size for p in files) < 2**20                                     # results only: under 1 MB
     assert {"gpu_check.md", "gpu_check.log", "profile.txt"} <= {p.name for p in files}
     assert len(list((out/"logs").glob("*/metrics.jsonl"))) == 4
+
+
+def test_bench_step_on_a_gpu_prints_ms_share_of_peak_and_batch_wait():
+    "The GPU table of `make bench-step`: a step's FLOPs over its seconds, over the card's peak (a known card's)."
+    spec = importlib.util.spec_from_file_location("bench_step", ROOT/"benchmarks"/"bench_step.py")
+    bench = importlib.util.module_from_spec(spec); spec.loader.exec_module(bench)
+    from sentcl.experiments.costs import gpu_peaks
+    row = {"method": "SimCSE", "ms per step": 20.0, "flops": 2.1e12, "batch wait ms": 0.4}
+    text = bench.device_table([row], "NVIDIA H100 80GB HBM3", "bf16")
+    share = 2.1e12 / 0.020 / gpu_peaks("NVIDIA H100 80GB HBM3")[1]["bf16"]
+    assert f"| SimCSE | 20.0 | 2.100 | {share:.1%} | 0.40 |" in text
+    assert "| SimCSE | 20.0 | 2.100 | - | 0.40 |" in bench.device_table([row], "cpu", "fp32")  # no listed peak
