@@ -425,7 +425,10 @@ def parse_parameters(items:list[str], rehearse:bool=False) -> dict:
     if bad: raise SentclError(f"-p {', '.join(bad)}: not an experiment parameter; "
                               f"use {', '.join(EXPERIMENT_PARAMETERS)} "
                               "(preset, data dir and output folder have their own flags)")
-    params = {k: typed_parameter(k, v) for k, v in params.items()}
+    from sentcl.precision import PRECISIONS
+    from sentcl.train.curves import REPORT_TO
+    allowed = {"precision": PRECISIONS, "report_to": REPORT_TO}  # each list in its own layer
+    params = {k: typed_parameter(k, v, allowed) for k, v in params.items()}
     return {**params, **({"rehearse": True} if rehearse else {})}
 
 # %% ../nbs/90_cli.ipynb #e2dc5aa2
@@ -527,6 +530,7 @@ def run_experiment_batch(args) -> int:
     from sentcl.experiments import runner
     from sentcl.experiments.costs import parse_gpu
     from sentcl.experiments.plan import resolve_preset
+    from sentcl.launch.batch import job_state
     from sentcl.launch.cli import batch_scheduler, cluster_overrides, run_job_plan
     params = parse_parameters(args.params, args.rehearse)
     if params.get("rehearse") and not resolve_preset(args.preset).rehearsable:
@@ -541,7 +545,8 @@ def run_experiment_batch(args) -> int:
         return 0
     table = runner.run_batch(args.names, args.preset, args.out, args.data_dir, args.paper, params, args.jobs,
                              args.force, args.notebooks, wait_for_batch=args.wait,
-                             scheduler=batch_scheduler(args.launcher, cluster, not args.no_wait, args.cluster_file))
+                             scheduler=batch_scheduler(args.launcher, cluster, not args.no_wait, args.cluster_file),
+                             job_state=job_state)
     return batch_outcome(table, args.out)
 
 # %% ../nbs/90_cli.ipynb #8d99705c

@@ -18,8 +18,9 @@ from pathlib import Path
 
 # %% auto #0
 __all__ = ['TRANSIENT_TRIES', 'SentclError', 'warn', 'exists', 'default', 'atomic_write', 'write_json', 'record_path',
-           'check_shape', 'read_jsonl', 'keep_damaged', 'read_json', 'cache_dir', 'text_hash', 'package_versions',
-           'git_commit', 'hardware', 'sentcl_commit', 'quiet_transformers', 'modules_loaded_by']
+           'inside_folder', 'check_shape', 'read_jsonl', 'keep_damaged', 'read_json', 'cache_dir', 'text_hash',
+           'package_versions', 'git_commit', 'hardware', 'sentcl_commit', 'quiet_transformers', 'modules_loaded_by',
+           'stop_descendants']
 
 # %% ../nbs/00_core.ipynb #6dc06390
 class SentclError(Exception):
@@ -75,6 +76,19 @@ def record_path(value, # a path read back from a record sentcl wrote
         raise SentclError(f"{where}: {value!r} is not a path inside the batch folder (relative, without '..'); the file "
                           "was not left as sentcl wrote it: restore it, or remove it and run the batch again")
     return value
+
+# %% ../nbs/00_core.ipynb #546348be
+def inside_folder(base, # the folder a record's paths stay in (the batch folder)
+                  value:str, # a path read back from a record, relative to `base`
+                  where:str, # the file and key, named in the error
+                 ) -> Path:
+    "`base/value` resolved, when it stays inside `base` with every symbolic link followed; else a one-line error."
+    base = Path(base).resolve()
+    target = (base/record_path(value, where)).resolve()
+    if target != base and base not in target.parents:
+        raise SentclError(f"{where}: {value!r} leads to {target}, outside {base} (through a symbolic link); sentcl "
+                          "reads a record's files only inside its folder: put the file itself there")
+    return target
 
 # %% ../nbs/00_core.ipynb #59ff65c5
 _JSON_NAMES = {dict: "an object", list: "a list", str: "a string", int: "an integer", float: "a number",
@@ -241,3 +255,16 @@ def modules_loaded_by(module:str, # the module to import, e.g. "sentcl.experimen
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
     if r.returncode: raise SentclError(f"importing {module} failed: {(r.stderr.strip().splitlines() or [''])[-1]}")
     return r.stdout.split()
+
+# %% ../nbs/00_core.ipynb #efdf5230
+def stop_descendants(grace:float=5.0) -> int:
+    "Terminate every process this one started (a notebook's papermill and its kernel), kill what is left; how many."
+    import psutil
+    procs = psutil.Process().children(recursive=True)
+    for p in procs:
+        with contextlib.suppress(psutil.NoSuchProcess): p.terminate()
+    _, alive = psutil.wait_procs(procs, timeout=grace)
+    for p in alive:
+        with contextlib.suppress(psutil.NoSuchProcess): p.kill()
+    psutil.wait_procs(alive, timeout=grace)
+    return len(procs)

@@ -9,8 +9,10 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import importlib.util
+import inspect
 import json
 import os
 import shutil
@@ -31,7 +33,8 @@ from .precision import autocast_context
 
 # %% auto #0
 __all__ = ['POOLINGS', 'BATCH_DEPENDENT_POOLINGS', 'DEFAULT_NAME', 'TINY_NAME', 'pool', 'tokenize_with_template',
-           'EncoderSettings', 'default_model_path', 'tiny_model', 'read_st_folder', 'SentenceEncoder', 'attention_bias']
+           'EncoderSettings', 'default_model_path', 'tiny_model', 'read_st_folder', 'SentenceEncoder', 'model_inputs',
+           'attention_bias']
 
 # %% ../nbs/20_encoders.ipynb #a6906e7e
 POOLINGS = ("mean", "cls", "cls_before_pooler", "mask", "mean_no_cls", "mean_no_cls_padded")
@@ -390,12 +393,22 @@ def tokenize(self:SentenceEncoder, sentences:list[str], settings:EncoderSettings
     "Padded token tensors for `sentences` on the encoder's device (inside the template, if the settings have one)."
     return self._pad(self._tokenize_unpadded(_check_sentences(sentences), default(settings, self.settings)))
 
+@functools.cache
+def _takes_token_types(cls) -> bool: return "token_type_ids" in inspect.signature(cls.forward).parameters
+
+def model_inputs(model, # a Hugging Face transformer
+                 features:dict, # token tensors: input_ids, attention_mask, token_type_ids, and others
+                ) -> dict:
+    "The token tensors `model`'s forward takes (DistilBERT takes no token_type_ids, which BERT's tokenizer makes)."
+    keys = ("input_ids", "attention_mask") + (("token_type_ids",) if _takes_token_types(type(model)) else ())
+    return {k: features[k] for k in keys if k in features}
+
 @patch
 def forward(self:SentenceEncoder, features:dict, settings:EncoderSettings=None,
             bias:bool=False, # hand the model a ready 4-D attention mask (`attention_bias`): no check, no sync
            ) -> torch.Tensor:
     "Pooled sentence vectors (batch, dim) from token tensors; differentiable, never normalised."
-    inputs = {k: v for k, v in features.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
+    inputs = model_inputs(self.model, features)
     if bias: inputs["attention_mask"] = attention_bias(inputs["attention_mask"], self.model)
     out = self.model(**inputs)
     return pool(default(settings, self.settings).pooling, out.last_hidden_state, features["attention_mask"],
@@ -548,6 +561,8 @@ def save(self:SentenceEncoder, path, settings:EncoderSettings=None) -> Path:
             self.tokenizer.save_pretrained(tmp)
         self._write_st_modules(tmp, settings)
         write_json(tmp/"sentcl_config.json", {**dataclasses.asdict(settings), "source": self.name_or_path})
+        for f in tmp.rglob("*"):  # safetensors writes its weights 0600: every file as readable as the folder's others
+            os.chmod(f, (0o777 if f.is_dir() else 0o666) & ~umask)
         _replace_folder(tmp, path)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True); raise

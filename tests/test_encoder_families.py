@@ -34,6 +34,7 @@ FAMILIES = {  # name: (config class, its arguments besides the tokenizer's ids)
     "deberta-v3": ("DebertaV2Config", {**SMALL, **DEBERTA_V3}),
     "deberta-v2": ("DebertaV2Config", {**SMALL, **DEBERTA_V3, "conv_kernel_size": 3, "conv_act": "gelu"}),
 }
+TOKEN_TYPES = {"bert", "electra", "deberta-v3", "deberta-v2"}  # their tokenizers return token_type_ids
 NO_POOLER = {"distilbert", "modernbert", "electra", "deberta-v3", "deberta-v2"}  # no BERT pooler in their code
 SENTENCES = ["A man is playing a guitar.", "word " * 60, "Tom and Jerry became good friends " * 4]
 
@@ -57,7 +58,9 @@ def family_dir(tmp_path_factory):
             kind, kwargs = FAMILIES[name]
             if not hasattr(transformers, kind):
                 pytest.skip(f"transformers {transformers.__version__} has no {kind}")
-            tok = transformers.AutoTokenizer.from_pretrained(default_model_path())
+            # the default model's vocabulary; what the tokenizer returns as each family's own does
+            inputs = ["input_ids", "attention_mask"] + (["token_type_ids"] if name in TOKEN_TYPES else [])
+            tok = transformers.AutoTokenizer.from_pretrained(default_model_path(), model_input_names=inputs)
             ids = dict(pad_token_id=tok.pad_token_id)
             if name == "modernbert":
                 ids.update(cls_token_id=tok.cls_token_id, sep_token_id=tok.sep_token_id,

@@ -6,6 +6,7 @@ import torch
 from sentcl.encoders import SentenceEncoder, default_model_path
 
 st = pytest.importorskip("sentence_transformers")
+from sentcl.st_modules import load_sentence_transformer  # sentcl's module classes: no remote code
 
 SENTENCES = ["A man is playing a guitar.", "Someone plays an instrument.", "", "ok",
              " ".join(["token"] * 500),  # longer than max_length: truncated the same way
@@ -46,7 +47,7 @@ def test_mask_pooling_folder_loads_with_template(tmp_path):
     back = SentenceEncoder(tmp_path / "m")
     assert (back.settings.pooling, back.settings.template, back.settings.max_length) == ("mask", template, 24)
     np.testing.assert_allclose(back.encode(SENTENCES), want, atol=1e-6)
-    got_st = st.SentenceTransformer(str(tmp_path / "m"), device="cpu", trust_remote_code=True).encode(SENTENCES)
+    got_st = load_sentence_transformer(tmp_path / "m", device="cpu").encode(SENTENCES)
     np.testing.assert_allclose(got_st, want, atol=1e-5)
 
 
@@ -75,7 +76,7 @@ def test_liao_pooling_folders_load_in_sentence_transformers(tmp_path, pooling):
     back = SentenceEncoder(tmp_path / "m")
     assert back.settings.pooling == pooling
     np.testing.assert_allclose(back.encode(SENTENCES, batch_size=one_batch), want, atol=1e-6)
-    got_st = st.SentenceTransformer(str(tmp_path / "m"), device="cpu", trust_remote_code=True).encode(
+    got_st = load_sentence_transformer(tmp_path / "m", device="cpu").encode(
         SENTENCES, batch_size=one_batch)
     np.testing.assert_allclose(got_st, want, atol=1e-5)
     small = enc.encode(SENTENCES, batch_size=2)  # padded with shorter neighbours: the same, or a larger vector

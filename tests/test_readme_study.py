@@ -16,7 +16,7 @@ def _shown(notebook: Path) -> str:
 
 def test_readme_and_findings_print_the_computed_study():
     summary = make_readme.study_summary()  # cost, every claim column's verdict and interval, the rerun's count
-    assert "**What it cost.**" in summary and "**Verdicts by the analysis plan**" in summary and "**Rerun.**" in summary
+    assert "**What it cost.**" in summary and "**Verdicts by the CPU study's pilot**" in summary and "**Rerun.**" in summary
     assert summary in (ROOT/"README.md").read_text(), "README.md's study numbers are not the library's: `make readme`"
     assert summary in _shown(ROOT/"nbs"/"findings.ipynb"), \
         "nbs/findings.ipynb's study numbers are not the library's: execute the page again"

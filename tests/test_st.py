@@ -13,6 +13,7 @@ import sentcl.methods.declutr
 from sentcl.st import datasets, evaluators, losses, models
 from sentcl.cli import add_eval_arguments, run_eval
 from sentcl.core import SentclError
+from sentcl.st_modules import load_sentence_transformer
 from sentcl.data.layout import SAMPLES_DIR
 from sentcl.data.corpora import load_documents, load_nli
 from sentcl.encoders import SentenceEncoder
@@ -51,8 +52,8 @@ def test_supcon_trains_in_order_and_its_classifier_learns(tmp_path):
     trainer, before, after = train(model, loss, datasets.nli_dataset("snli", data_dir=SAMPLES_DIR), tmp_path,
                                    batch_sampler=datasets.in_order)
     assert changed(before, after) == set(before) and before                      # every classifier weight moved
-    logs = [l for l in trainer.state.log_history if "supcon" in l]
-    assert len(logs) == 2 and all(np.isfinite(l["classification"]) for l in logs)
+    logs = [l for l in trainer.state.log_history if "weighted_supcon" in l]
+    assert len(logs) == 2 and all(np.isfinite(l["weighted_classification"]) for l in logs)
 
 
 def test_sncse_trains_with_the_prompts_and_refuses_without(tmp_path):
@@ -63,7 +64,7 @@ def test_sncse_trains_with_the_prompts_and_refuses_without(tmp_path):
     loss = losses.SNCSELoss(model)
     trainer, before, after = train(model, loss, data, tmp_path, prompts=loss.prompts)
     assert changed(before, after) == {"mlp.0.weight", "mlp.0.bias"}
-    assert all("bml" in l and "info_nce" in l for l in trainer.state.log_history if "loss" in l)
+    assert all("weighted_bml" in l and "info_nce" in l for l in trainer.state.log_history if "loss" in l)
     with pytest.raises(SentclError, match=r"column 1 \(positive\) was not tokenised inside its template"):
         train(model, loss, data, tmp_path/"again")                              # no prompts: template A everywhere; one line says how
 
@@ -99,7 +100,7 @@ def test_an_evaluator_returns_what_sentcl_eval_writes(tmp_path):
         ["--model", str(folder), "--tasks", "stsb", "--data-dir", str(SAMPLES_DIR), "--out", str(out), "--no-cache"])
     assert run_eval(args) == 0
     written = json.loads(out.read_text())["tasks"]["stsb"]["spearman"]
-    model = SentenceTransformer(str(folder), device="cpu", trust_remote_code=True)
+    model = load_sentence_transformer(folder, device="cpu")  # sentcl's loader: no remote code
     assert evaluators.STSEvaluator("stsb", data_dir=SAMPLES_DIR)(model) == {"stsb_test_spearman": written}
 
 

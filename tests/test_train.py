@@ -129,7 +129,8 @@ def test_saved_model_matches_sentence_transformers(tmp_path, name):
     assert r.returncode == 0, r.stderr[-2000:]
     sents = ["A man is playing a guitar.", "Tom and Jerry became good friends."]
     ours = SentenceEncoder(tmp_path / "run" / "model").encode(sents)
-    theirs = st.SentenceTransformer(str(tmp_path / "run" / "model"), device="cpu", trust_remote_code=True).encode(sents)
+    from sentcl.st_modules import load_sentence_transformer  # sentcl's module classes: no remote code
+    theirs = load_sentence_transformer(tmp_path / "run" / "model", device="cpu").encode(sents)
     np.testing.assert_allclose(ours, theirs, atol=1e-5)
 
 

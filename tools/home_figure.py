@@ -2,8 +2,9 @@
 
 One row per central claim, all on STS (Spearman x100, the paper's average or its stand-in): the paired difference
 of each seed (dots), their mean (bar; green when every seed goes the paper's way), the paper's difference (diamond).
-Each row's verdict is the study's analysis plan's (`sentcl.experiments.catalog.registry.CPU_ANALYSIS_PLAN`, applied by
-`sentcl.experiments.report_results.family_verdicts`: the Holm-adjusted t-interval over the study's family of claim columns), with
+Each row's verdict is the study's analysis plan's (results/cpu/PLAN.json, the pilot's, applied by
+`sentcl.experiments.report_results.family_verdicts`: simultaneous t-intervals over the family of claim columns, read
+against zero and against the paper's difference), with
 that interval, recomputed from the per-seed differences, not read from the status stored with the results.
 Run it after `sentcl experiments run --preset cpu --out results/cpu`:
 
@@ -39,12 +40,12 @@ ROWS = [
 
 def study_contrasts(results: Path) -> pd.DataFrame:
     "The rows of ROWS that the study measured, relabelled for the chart; a one-line error when none was."
-    from sentcl.experiments.catalog.registry import CPU_ANALYSIS_PLAN
+    from sentcl.experiments.catalog.registry import load_plan
     from sentcl.experiments.power import _signed
     from sentcl.experiments.report_results import collect_results
     from sentcl.experiments.report_results import family_verdicts
     docs = collect_results(results)
-    family, rows = family_verdicts(docs, CPU_ANALYSIS_PLAN), []
+    family, rows = family_verdicts(docs, load_plan(Path(results) / "PLAN.json")), []
     for exp, better, worse, column, b_label, w_label in ROWS:
         if exp not in docs: continue
         c = pd.DataFrame(docs[exp]["contrasts"])
@@ -69,7 +70,7 @@ def main(argv=None) -> int:
     from sentcl.eval.result_charts import contrast_chart
     headless_backend()
     chart = contrast_chart(study_contrasts(Path(args.results)),
-                           title="CPU study: paired STS differences")
+                           title="CPU study (a pilot): paired STS differences, verdicts at this scale")
     for p in chart.save(args.out, formats=("png",)): print(f"written: {p}")
     return 0
 

@@ -26,10 +26,10 @@ STUDY_MARKER = "<!-- computed: study summary -->"
 def study_summary() -> str:
     "The CPU study's cost, verdicts and rerun, computed by the library from results/ (what the findings page prints)."
     sys.path.insert(0, str(ROOT))
-    from sentcl.experiments.catalog.registry import CPU_ANALYSIS_PLAN
+    from sentcl.experiments.catalog.registry import load_plan
     from sentcl.experiments.report_results import collect_results, study_summary as summary
     from sentcl.experiments.runner import select_experiments
-    return summary(collect_results(ROOT / "results" / "cpu"), CPU_ANALYSIS_PLAN,
+    return summary(collect_results(ROOT / "results" / "cpu"), load_plan(ROOT / "results" / "cpu" / "PLAN.json"),
                    collect_results(ROOT / "results" / "rerun"), order=select_experiments(preset="cpu"))
 
 

@@ -5,6 +5,7 @@
 # %% ../../nbs/12_data_tasks.ipynb #91386037
 from __future__ import annotations
 
+import math
 import urllib.request
 from pathlib import Path
 
@@ -33,15 +34,16 @@ PROBING_TASKS = {  # SentEval's probing tasks (Conneau et al., 2018): sentcl nam
 
 # %% ../../nbs/12_data_tasks.ipynb #1bbf533a
 def _floats(df: pd.DataFrame, col: str) -> np.ndarray:
-    "Column `col` as float64; a non-number raises with file and line."
-    try: return df[col].astype(float).to_numpy()
-    except ValueError:
-        for i, v in enumerate(df[col]):
-            try: float(v)
-            except ValueError:
-                where = f"{df.attrs.get('source')}:{df.attrs['lines'][i]}"
-                raise SentclError(f"{where}: {col} {v!r} is not a number") from None
-        raise
+    "Column `col` as float64; a non-number (or nan, inf) raises with file and line."
+    try: values = df[col].astype(float).to_numpy()
+    except ValueError: values = None
+    for i, v in enumerate(df[col]):  # as written in the file
+        try: ok = math.isfinite(float(v))
+        except ValueError: ok = False
+        if not ok:
+            where = f"{df.attrs.get('source')}:{df.attrs['lines'][i]}" if "lines" in df.attrs else df.attrs.get("source")
+            raise SentclError(f"{where}: {col} {v!r} is not a finite number") from None
+    return values
 
 # %% ../../nbs/12_data_tasks.ipynb #240156bc
 def load_sts(task: str, # one of STS_TASKS (or any `sts/<task>` folder, e.g. `stsb_raw`)
@@ -60,6 +62,10 @@ def load_sts(task: str, # one of STS_TASKS (or any `sts/<task>` folder, e.g. `st
     out = pd.DataFrame({"sentence1": df.sentence1.to_numpy(), "sentence2": df.sentence2.to_numpy(),
                         "score": _floats(df, "score"),
                         "source": df["source"].to_numpy() if "source" in df else task})
+    for source, scores in out.groupby("source").score:  # a correlation with scores that never vary is undefined (NaN)
+        if len(scores) > 1 and scores.min() == scores.max():
+            raise SentclError(f"{df.attrs.get('source', f'STS {task}:{split}')}: every gold score of {source} is "
+                              f"{scores.iloc[0]:g}; a correlation needs scores that vary: fix the file")
     out.attrs = dict(df.attrs); out.attrs.pop("lines", None)
     return out
 

@@ -76,7 +76,7 @@ def results_document(encoder, # the encoder evaluated
 def averages(tasks:dict, # the `tasks` entry of a results document
             ) -> dict:
     "Group averages over complete groups: STS (with each STS12-16 aggregate), clustering, transfer, few-shot."
-    mean = lambda values: round(float(np.mean(values)), 2)
+    mean = lambda values: float(np.mean(values))  # unrounded: rounded where shown (`format_table`)
     avg = {}
     if all(t in tasks for t in STS_TASKS):
         for agg, key in (("all", "sts"), ("mean", "sts_mean"), ("wmean", "sts_wmean")):

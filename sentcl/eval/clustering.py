@@ -96,9 +96,9 @@ def kmeans_scores(embeddings:np.ndarray, # (n, dim)
             acc, nmi = map(list, zip(*pool.map(lambda s: _kmeans_seed(X, y, len(classes), s, n_init), seeds)))
         if path is not None: write_json(path, [acc, nmi])
     std = lambda x: float(np.std(x, ddof=1)) if len(x) > 1 else 0.0
-    return {"acc_mean": round(float(np.mean(acc)), 2), "acc_std": round(std(acc), 2),
-            "nmi_mean": round(float(np.mean(nmi)), 2), "nmi_std": round(std(nmi), 2), "k": len(classes), "n": len(y),
-            "seeds": seeds, "acc": [round(a, 2) for a in acc], "nmi": [round(v, 2) for v in nmi]}
+    return {"acc_mean": float(np.mean(acc)), "acc_std": std(acc),  # unrounded: rounded where shown
+            "nmi_mean": float(np.mean(nmi)), "nmi_std": std(nmi), "k": len(classes), "n": len(y),
+            "seeds": seeds, "acc": [float(a) for a in acc], "nmi": [float(v) for v in nmi]}
 
 # %% ../../nbs/28_eval_clustering.ipynb #39b2dcc2
 CLUSTERING_MAX_LENGTH = 64  # PairSupCon DownstreamEval: max_length 64, mean pooling, no normalisation

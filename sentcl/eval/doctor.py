@@ -16,7 +16,7 @@ from fastcore.basics import patch
 
 from ..core import SentclError, default
 from ..data.tasks import STS_TASKS, load_sts
-from ..encoders import pool
+from ..encoders import model_inputs, pool
 from .sts import STS_SUBSET_TASKS, eval_sts, sts_correlations
 from .common import as_encoder, cosine_rows, embed_unique, load_task_data, model_token_limit, protocol_encoder
 from ..negation import SNCSE_ANCHOR_TEMPLATE
@@ -88,8 +88,7 @@ def _forward(self:PooledPasses, items:list[dict]) -> list[dict]:
             for s in range(0, len(order), self.batch_size):
                 idx = order[s:s + self.batch_size]
                 feats = enc._pad([items[i] for i in idx])
-                res = enc.model(**{k: v for k, v in feats.items() if k in ("input_ids", "attention_mask",
-                                   "token_type_ids")}, output_hidden_states=True)
+                res = enc.model(**model_inputs(enc.model, feats), output_hidden_states=True)
                 vs = {k: t.float().cpu().numpy() for k, t in pool_variants(res, feats["attention_mask"]).items()}
                 for j, i in enumerate(idx): out[i] = {k: t[j] for k, t in vs.items()}
     finally: enc.model.train(was_training)

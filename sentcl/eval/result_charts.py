@@ -81,8 +81,10 @@ def printed(table:pd.DataFrame, # a table to show: floats, and lists of floats, 
 
 # %% ../../nbs/57_eval_result_charts.ipynb #d99219f2
 def status_colour(status:str) -> str:
-    "Green for a supported claim, red for a contradicted one, grey for what is not a verdict either way."
-    return {"supported": "#1b7837", "contradicted": "#b2182b"}.get(status.split(",")[0], "#7f7f7f")  # "word, lo to hi"
+    "Green for a supported claim, red for a contradicted one, blue where an effect of the paper's size is excluded, else grey."
+    word = status.split(",")[0]  # "word, lo to hi" or "supported, smaller than the paper's, lo to hi"
+    if word.startswith("smaller than"): return "#2166ac"  # zero may be inside, the paper's size is not
+    return {"supported": "#1b7837", "contradicted": "#b2182b"}.get(word, "#7f7f7f")
 
 # %% ../../nbs/57_eval_result_charts.ipynb #ee8dff02
 def contrast_chart(contrasts:pd.DataFrame, # contrast rows: better, worse, column, diffs, mean, paper_diff, status

@@ -290,7 +290,7 @@ def kfold_accuracy(X, y, # training features (n, dim) and labels (n,)
     l2, dev = select_l2(X, y, k, seed, classifier=classifier, n_classes=n_classes)
     (_, (P,)), = fit_families(X, y, [Family(np.arange(len(y)), None, (l2,))], classifier, n_classes, seed)
     pred = linear_predict(P, Xtest)
-    return {"acc": round(100 * float(np.mean(pred == ytest)), 2), "devacc": dev, "l2": l2, "n_train": len(y),
+    return {"acc": 100 * float(np.mean(pred == ytest)), "devacc": dev, "l2": l2, "n_train": len(y),
             "n_test": len(ytest), "_pred": pred}
 
 # %% ../../nbs/29_eval_senteval.ipynb #e8c61306
@@ -306,9 +306,9 @@ def inner_kfold_accuracy(X, y, # features (n, dim) and labels (n,) of the whole 
     picks = [_best_l2(fits[i * k:(i + 1) * k], L2_GRID) for i in range(len(outer))]
     refits = [Family(a, None, (l2,)) for (a, _), (l2, _) in zip(outer, picks)]             # 5% split, as SentEval
     final = fit_families(X, y, refits, classifier, n_classes, seed)
-    tests = [round(100 * float(np.mean(linear_predict(P[0], X[b]) == y[b])), 2) for (_, P), (_, b) in zip(final, outer)]
+    tests = [100 * float(np.mean(linear_predict(P[0], X[b]) == y[b])) for (_, P), (_, b) in zip(final, outer)]
     devs = [d for _, d in picks]
-    return {"acc": round(float(np.mean(tests)), 2), "devacc": round(float(np.mean(devs)), 2), "n": len(y)}
+    return {"acc": float(np.mean(tests)), "devacc": round(float(np.mean(devs)), 2), "n": len(y)}
 
 # %% ../../nbs/29_eval_senteval.ipynb #5ce2212e
 def split_accuracy(X, y, # training features (n, dim) and labels (n,)
@@ -324,7 +324,7 @@ def split_accuracy(X, y, # training features (n, dim) and labels (n,)
     (acc, P), = fit_families(Xall, yall, [family], classifier, n_classes, seed)
     scores = [round(100 * float(a), 2) for a in acc]
     best = int(np.argmax(scores))  # SentEval refits with this weight decay: the same seeded fit, so this one
-    return {"acc": round(100 * float(np.mean(linear_predict(P[best], Xtest) == ytest)), 2), "devacc": scores[best],
+    return {"acc": 100 * float(np.mean(linear_predict(P[best], Xtest) == ytest)), "devacc": scores[best],
             "l2": L2_GRID[best], "n_train": len(y), "n_dev": len(ydev), "n_test": len(ytest)}
 
 # %% ../../nbs/29_eval_senteval.ipynb #b93e1fed
@@ -363,8 +363,8 @@ def fewshot_accuracy(X, y, # features (n, dim) and labels (n,) to sample the tra
         rest = np.setdiff1d(np.arange(len(y)), pick)
         Xt, yt = (X[rest], y[rest]) if Xtest is None else (Xtest, ytest)
         accs.append(100 * float(np.mean(linear_predict(P[0], Xt) == yt)))
-    std = round(float(np.std(accs, ddof=1)) if len(accs) > 1 else 0.0, 2)
-    return {"acc_mean": round(float(np.mean(accs)), 2), "acc_std": std, "acc": [round(a, 2) for a in accs],
+    std = float(np.std(accs, ddof=1)) if len(accs) > 1 else 0.0
+    return {"acc_mean": float(np.mean(accs)), "acc_std": std, "acc": [float(a) for a in accs],
             "shots": shots, "seeds": list(seeds)}
 
 # %% ../../nbs/29_eval_senteval.ipynb #c640825f
@@ -450,7 +450,7 @@ def eval_transfer(encoder, # a `SentenceEncoder` (see `embed_unique`)
     pred = r.pop("_pred")
     if name == "mrpc":
         from sklearn.metrics import f1_score
-        r["f1"] = round(100 * f1_score(arrays["test"][1], pred), 2)
+        r["f1"] = 100 * float(f1_score(arrays["test"][1], pred))
     return {**r, "protocol": f"{k}-fold on train, then test", "classifier": classifier}
 
 # %% ../../nbs/29_eval_senteval.ipynb #d49f21b1

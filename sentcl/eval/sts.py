@@ -46,11 +46,11 @@ def sts_correlations(similarity, gold, # (n,) model similarities and gold scores
     subsets = {}
     for s in dict.fromkeys(sources.tolist()):  # sub-files in file order
         m = sources == s
-        subsets[str(s)] = {"spearman": round(spearman100(similarity[m], gold[m]), 2), "n": int(m.sum())}
+        subsets[str(s)] = {"spearman": spearman100(similarity[m], gold[m]), "n": int(m.sum())}
     rhos = np.array([spearman100(similarity[sources == s], gold[sources == s]) for s in subsets])
     sizes = np.array([v["n"] for v in subsets.values()])
-    return {"all": round(spearman100(similarity, gold), 2), "mean": round(float(rhos.mean()), 2),
-            "wmean": round(float((rhos * sizes).sum() / sizes.sum()), 2), "n": int(len(gold)), "subsets": subsets}
+    return {"all": spearman100(similarity, gold), "mean": float(rhos.mean()),  # unrounded: rounded where shown
+            "wmean": float((rhos * sizes).sum() / sizes.sum()), "n": int(len(gold)), "subsets": subsets}
 
 # %% ../../nbs/27_eval_sts.ipynb #06b2d448
 NO_SUBFILES = ("mean and wmean need the sub-file of each pair, which this copy of the data lacks (the hub copies "
@@ -72,10 +72,10 @@ def eval_sts(encoder, # a `SentenceEncoder` (see `embed_unique`)
                              cache=cache, precision=precision, memo=memo)
     similarity = cosine_rows(emb[rows[:n]], emb[rows[n:]])  # (n,)
     if task in STS_SUBSET_TASKS and df["source"].nunique() == 1:  # a copy without sub-files (the hub's)
-        return {"all": round(spearman100(similarity, df["score"]), 2), "mean": None, "wmean": None, "n": n,
+        return {"all": spearman100(similarity, df["score"]), "mean": None, "wmean": None, "n": n,
                 "subsets": {}, "split": split, "unavailable": NO_SUBFILES}
     if task in STS_SUBSET_TASKS: return {**sts_correlations(similarity, df["score"], df["source"]), "split": split}
-    return {"spearman": round(spearman100(similarity, df["score"]), 2), "n": n, "split": split}
+    return {"spearman": spearman100(similarity, df["score"]), "n": n, "split": split}
 
 # %% ../../nbs/27_eval_sts.ipynb #586f80b6
 def sts_dev_score(encoder, data_dir=None, batch_size:int=64,

@@ -10,6 +10,7 @@ import contextlib
 import ctypes
 import dataclasses
 import json
+import math
 import os
 import secrets
 import signal
@@ -39,21 +40,38 @@ __all__ = ['LOCK_TOKEN', 'TrainingLock', 'LockLost', 'torchrun_command', 'train_
 
 # %% ../../nbs/73_experiments_execute.ipynb #5f94d8a4
 def _alive(pid:int) -> bool:
+    "Whether process `pid` of this host exists (a pid no process can have: no)."
     try: os.kill(pid, 0)
     except ProcessLookupError: return False
     except PermissionError: return True
+    except (OverflowError, TypeError, ValueError): return False
     return True
 
+def _process_started(pid) -> float|None:
+    "When process `pid` of this host started (seconds since the epoch); None when it cannot be told."
+    import psutil
+    try: return psutil.Process(int(pid)).create_time()
+    except (psutil.Error, ValueError, TypeError, OverflowError): return None
+
 # %% ../../nbs/73_experiments_execute.ipynb #09a4362d
+def _checked_holder(holder) -> dict|bool:
+    "A lock's record as sentcl writes it (host, a pid a process can have, a start time or None), else False."
+    if isinstance(holder, int) and not isinstance(holder, bool):  # an older sentcl's bare pid: this host's
+        holder = {"host": socket.gethostname(), "pid": holder}
+    if not isinstance(holder, dict): return False
+    pid, started = holder.get("pid"), holder.get("process_started")
+    ok = (isinstance(holder.get("host"), str) and type(pid) is int and 0 < pid < 2**31
+          and (started is None or type(started) in (int, float) and math.isfinite(started)))
+    return holder if ok else False
+
 def _lock_state(path:Path) -> tuple|None:
-    """(holder, age in seconds, stamp) of lock file `path`, None when there is none. The holder is {'host', 'pid'}
-    (an older sentcl's bare pid: this host's), None while half-written; the stamp tells it from a later lock there."""
-    try: st, text = path.stat(), path.read_text()
+    """(holder, age in seconds, stamp) of lock file `path`, None when there is none. The holder is its record
+    (`_checked_holder`), None while empty (an older sentcl wrote it after creating it) and False when it is no lock
+    sentcl writes (`{}`, garbage: nothing holds it); the stamp tells it from a later lock there."""
+    try: st, text = path.stat(), path.read_text(errors="replace")
     except OSError: return None  # released meanwhile
-    try: holder = json.loads(text)
-    except ValueError: holder = None
-    if isinstance(holder, int): holder = {"host": socket.gethostname(), "pid": holder}
-    holder = holder if isinstance(holder, dict) and {"host", "pid"} <= set(holder) else None
+    try: holder = _checked_holder(json.loads(text)) if text.strip() else None
+    except (ValueError, RecursionError): holder = False
     return holder, time.time() - st.st_mtime, (st.st_ino, st.st_mtime_ns, text)
 
 # %% ../../nbs/73_experiments_execute.ipynb #ec17bc82
@@ -61,24 +79,38 @@ LOCK_TOKEN = "SENTCL_TRAINING_LOCK"  # environment: the token of a lock held for
 
 class TrainingLock:
     ("Hold `folder/.lock` while training, its time refreshed every `beat` seconds; another process asking for the "
-     "same run waits. A lock is taken over when its holder is gone: a dead process of this host, or a lock of any "
-     "host not refreshed for `stale` seconds (its holder stopped on another machine of a shared file system). "
+     "same run waits. A lock is taken over when its holder is gone: a process of this host that ended (or whose pid "
+     "another process now has), a lock of any host not refreshed for `stale` seconds (its holder stopped on another "
+     "machine of a shared file system), or a file that is no lock sentcl writes. "
      "Each lock carries a random token: its holder releases only its own, and stops training once it lost it.")
-    def __init__(self, folder, log=print, poll:float=5.0, beat:float=30.0, stale:float=600.0):
-        self.path, self.log, self.poll, self.beat, self.stale = Path(folder)/".lock", log, poll, beat, stale
+    what, lost_hint = "training", "this process stopped training it so that two processes never write one run: " \
+                                  "let the other one finish, or resume after it stopped"
+    def __init__(self, folder, log=print, poll:float=5.0, beat:float=30.0, stale:float=600.0, name:str=".lock"):
+        self.path, self.log, self.poll, self.beat, self.stale = Path(folder)/name, log, poll, beat, stale
         self.token, self.lost = secrets.token_hex(16), None  # lost: why the lock is no longer ours (one line)
         self.inherited = False  # held for this process by the one that started it (`LOCK_TOKEN`)
+        self.noted = None  # when (seconds into the wait) it last said why it waits
 
-    def _gone(self, holder:dict|None, age:float) -> bool:
-        if holder is None: return age > 2.0  # unreadable for two seconds: not a lock being written
-        if holder["host"] == socket.gethostname() and not _alive(holder["pid"]): return True
+    def _gone(self, holder:dict|bool|None, age:float) -> bool:
+        if holder is False: return True  # no lock sentcl writes: nothing holds it
+        if holder is None: return age > 2.0  # empty for two seconds: not a lock being written
+        if holder["host"] == socket.gethostname():
+            if not _alive(holder["pid"]): return True
+            started = _process_started(holder["pid"])  # its pid, now another process's
+            if started and holder.get("process_started") and abs(started - holder["process_started"]) > 1.0: return True
         return age > self.stale
+
+    def _busy(self, holder:dict|None, age:float, waited:float):
+        "Another holds the lock (`age` seconds since its refresh; this one has waited `waited` seconds): wait."
+        if self.noted is None and holder:
+            self.noted = waited
+            self.log(f"  waiting: process {holder['pid']} on {holder['host']} is training {self.path.parent.name}")
 
 # %% ../../nbs/73_experiments_execute.ipynb #f9676089
 @patch
 def _take_over(self:TrainingLock, stamp:tuple):
     "Remove the lock judged gone (`stamp`), unless another replaced or refreshed it meanwhile: that one is put back."
-    aside = self.path.with_name(f".lock.gone-{socket.gethostname()}-{os.getpid()}")
+    aside = self.path.with_name(f"{self.path.name}.gone-{socket.gethostname()}-{os.getpid()}")
     try: os.rename(self.path, aside)
     except FileNotFoundError: return  # another waiter took it over first
     st = os.stat(aside)
@@ -93,21 +125,23 @@ def __enter__(self:TrainingLock):
     self.path.parent.mkdir(parents=True, exist_ok=True)
     if os.environ.get(LOCK_TOKEN) and _token(self.path) == os.environ[LOCK_TOKEN]:
         self.token, self.inherited = os.environ[LOCK_TOKEN], True; return self  # its holder started this process
-    waited = False
-    while True:
-        try: fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-        except FileExistsError:
-            if (state := _lock_state(self.path)) is None: continue
-            holder, age, stamp = state
-            if self._gone(holder, age): self._take_over(stamp); continue
-            if not waited and holder:
-                self.log(f"  waiting: process {holder['pid']} on {holder['host']} is training {self.path.parent.name}")
-            waited = True; time.sleep(self.poll); continue
-        os.write(fd, json.dumps({"host": socket.gethostname(), "pid": os.getpid(), "token": self.token}).encode())
-        os.close(fd)
-        self._stop, self._guard, self._holder = threading.Event(), threading.Lock(), threading.get_ident()
-        self._beating = threading.Thread(target=self._beat, daemon=True); self._beating.start()
-        return self
+    new = self.path.with_name(f"{self.path.name}.new-{self.token}")  # written whole, then linked: never half-read
+    new.write_text(json.dumps({"host": socket.gethostname(), "pid": os.getpid(), "token": self.token,
+                               "process_started": _process_started(os.getpid()),
+                               "started": time.strftime("%Y-%m-%dT%H:%M:%S")}))
+    t0 = time.monotonic()
+    try:
+        while True:
+            try: os.link(new, self.path); break
+            except FileExistsError:
+                if (state := _lock_state(self.path)) is None: continue
+                holder, age, stamp = state
+                if self._gone(holder, age): self._take_over(stamp); continue
+                self._busy(holder, age, time.monotonic() - t0); time.sleep(self.poll)
+    finally: new.unlink(missing_ok=True)
+    self._stop, self._guard, self._holder = threading.Event(), threading.Lock(), threading.get_ident()
+    self._beating = threading.Thread(target=self._beat, daemon=True); self._beating.start()
+    return self
 
 # %% ../../nbs/73_experiments_execute.ipynb #6e237c58
 @patch
@@ -151,8 +185,7 @@ def _lose(self:TrainingLock, why:str):
     "Record why the lock is lost and interrupt the thread that holds it (unless it is releasing it already)."
     with self._guard:
         if self._stop.is_set(): return
-        self.lost = (f"lost the training lock of {self.path.parent} ({why}); this process stopped training it so that "
-                     "two processes never write one run: let the other one finish, or resume after it stopped")
+        self.lost = f"lost the {self.what} lock of {self.path.parent} ({why}); {self.lost_hint}"
         if self._holder == threading.main_thread().ident: _thread.interrupt_main()  # also ends a sleep or a wait
         else: ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self._holder), ctypes.py_object(LockLost))
 
@@ -161,7 +194,7 @@ def _lose(self:TrainingLock, why:str):
 def _release(self:TrainingLock):
     "Remove the lock file when it holds this holder's token; a lock taken over belongs to its new holder."
     if _token(self.path) != self.token: return
-    aside = self.path.with_name(f".lock.release-{self.token}")
+    aside = self.path.with_name(f"{self.path.name}.release-{self.token}")
     try: os.rename(self.path, aside)
     except FileNotFoundError: return
     if _token(aside) != self.token:  # replaced between the check and the rename: put back

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import MISSING, dataclass, field, fields
 
 from ..core import SentclError
@@ -78,28 +79,54 @@ _EXAMPLES = {"steps": "100", "batch_size": "64", "gpus": "2", "seeds": "[0,1,2]"
 def _json_value(name:str, text:str, kind:str):
     "`text` parsed as JSON, or a one-line error naming the key."
     try: return json.loads(text)
+    except RecursionError:
+        raise SentclError(f"-p {name}: the value is nested too deeply to be {_KINDS[kind]}; "
+                          f"e.g. -p {name}={_EXAMPLES.get(name, '...')}") from None
     except ValueError as e:
         raise SentclError(f"-p {name}: {text!r} is not {_KINDS[kind]} (not valid JSON: {e.msg}); "
                           f"e.g. -p {name}={_EXAMPLES.get(name, '...')}") from None
 
 # %% ../../nbs/61_experiments_parameters.ipynb #4c03eead
+_AT_LEAST = {"steps": 1, "batch_size": 1, "gpus": 1, "seeds": 0}  # the smallest value (each seed's, for seeds)
+_DEVICE = re.compile(r"cpu|cuda(?::\d+)?|mps")  # what torch.device takes that a notebook can train on
+
+def _checked_parameter(name:str, value, text:str, choices:dict):
+    "`value` when it is in range for parameter `name` (one of `choices[name]` when given), else a one-line error."
+    given = f"-p {name}={text}"
+    if value is None: return value
+    if name in ("seeds", "arms") and not value:
+        raise SentclError(f"{given}: an empty list runs nothing; give at least one (e.g. -p {name}={_EXAMPLES[name]}), "
+                          "or null for the preset's")
+    low = _AT_LEAST.get(name)
+    if low is not None and min(value if isinstance(value, list) else [value]) < low:
+        raise SentclError(f"{given}: {'each' if isinstance(value, list) else 'give'} at least {low}, "
+                          f"e.g. -p {name}={_EXAMPLES[name]}")
+    if name == "device" and not _DEVICE.fullmatch(value):
+        raise SentclError(f"{given}: not a device a notebook trains on; give cpu, cuda or cuda:N (or null: automatic)")
+    if name in choices and value not in choices[name]:
+        raise SentclError(f"{given}: not one of {', '.join(choices[name])}")
+    if isinstance(value, str) and not value.strip(): raise SentclError(f"{given}: empty; give a value or null")
+    return value
+
 def typed_parameter(name:str, # a field of `ExperimentParameters`
                     text:str, # the value as given on the command line
+                    choices:dict|None=None, # {name: its allowed values} (precision, report_to: their layers' lists)
                    ):
-    "The value of `-p name=text` in its field's type (see above), or a one-line error naming the key."
+    "The value of `-p name=text` in its field's type and range (see above), or a one-line error naming the key."
     f = next(f for f in fields(ExperimentParameters) if f.name == name)
     kind, optional = str(f.type).replace(" ", "").removesuffix("|None"), str(f.type).endswith("None")
+    check = lambda value: _checked_parameter(name, value, text, choices or {})
     if optional and text.strip() in ("null", "None"): return None
-    if kind == "str": return text
+    if kind == "str": return check(text)
     if kind == "bool" and text.strip() in ("True", "False"): return text.strip() == "True"
-    if kind == "list[str]" and not text.lstrip().startswith("["): return [text.strip()]  # one name
+    if kind == "list[str]" and not text.lstrip().startswith("["): return check([text.strip()])  # one name
     value = _json_value(name, text, kind)
     if kind == "list[int]" and type(value) is int: value = [value]  # one seed
     item = {"list[int]": int, "list[str]": str}.get(kind)
     ok = (isinstance(value, list) and all(type(v) is item for v in value) if item
           else type(value) is {"int": int, "bool": bool}[kind])
     if not ok: raise SentclError(f"-p {name}={text}: expected {_KINDS[kind]}, e.g. -p {name}={_EXAMPLES[name]}")
-    return value
+    return check(value)
 
 # %% ../../nbs/61_experiments_parameters.ipynb #5a98fea3
 def _literal(value) -> str: return json.dumps(value) if isinstance(value, str) else repr(value)

@@ -15,7 +15,8 @@ from ..core import SentclError
 
 # %% auto #0
 __all__ = ['paper_sign', 'PairedTest', 'paired_t_test', 'minimum_detectable_effect', 'seeds_needed', 't_interval', 'sign_test',
-           'holm', 'holm_levels', 'interval_verdict', 'claim_verdict', 'is_fragile', 'power_statement', 'assess_claims']
+           'interval_verdict', 'claim_verdict', 'is_fragile', 'power_statement', 'spread_floor', 'zero_spread',
+           'family_verdict', 'assess_family', 'seeds_to_decide']
 
 # %% ../../nbs/63_experiments_power.ipynb #5d6e1309
 def paper_sign(paper_diff:float|None) -> float:
@@ -111,27 +112,6 @@ def sign_test(diffs, # per-seed paired differences
     k, n = int((d * paper_sign(paper_diff) > 0).sum()), len(d)
     return k, n, sum(math.comb(n, j) for j in range(k, n + 1)) / 2**n
 
-# %% ../../nbs/63_experiments_power.ipynb #c1533fad
-def holm(pvalues) -> list[float]:
-    "Holm-adjusted p-values, in the order given: max over the ranks up to each of min(1, (m - rank + 1) p)."
-    p = _diffs("holm", pvalues)
-    out, running = [0.0] * len(p), 0.0
-    for rank, i in enumerate(np.argsort(p, kind="stable")):
-        running = max(running, min(1.0, (len(p) - rank) * float(p[i])))
-        out[i] = running
-    return out
-
-# %% ../../nbs/63_experiments_power.ipynb #4f390de5
-def holm_levels(pvalues, alpha:float=0.05) -> list[float]:
-    "Per p-value, its interval's two-sided level: alpha/(m - r + 1) while Holm rejects, then the first kept's."
-    p = _diffs("holm_levels", pvalues)
-    if not 0 < alpha < 1: raise SentclError(f"holm_levels: alpha must lie in (0, 1), got {alpha}")
-    out, level = [0.0] * len(p), None
-    for rank, i in enumerate(np.argsort(p, kind="stable")):
-        if level is None and p[i] > alpha / (len(p) - rank): level = alpha / (len(p) - rank)  # the first kept
-        out[i] = level if level is not None else alpha / (len(p) - rank)
-    return out
-
 # %% ../../nbs/63_experiments_power.ipynb #9826791c
 def _two_digits(x:float) -> str:
     "A positive number to two significant digits, without exponent: 6.9, 0.00046, 120."
@@ -190,21 +170,73 @@ def power_statement(diffs:list, paper_diff:float|None, min_runs:int=3, alpha:flo
             "seeds_for_paper": seeds_needed(test.sd, paper_diff, alpha, power),
             "seeds_for_measured": seeds_needed(test.sd, test.mean, alpha, power), "fragile": is_fragile(d)}
 
-# %% ../../nbs/63_experiments_power.ipynb #d9ae6a02
-def assess_claims(claims:list, # [(diffs, paper_diff)]: each claim's per-seed differences and the paper's difference
-                  alpha:float=0.05, # the family's two-sided level: the chance of any false verdict in it
+# %% ../../nbs/63_experiments_power.ipynb #dfe3f38b
+def spread_floor(resolution:float, # the step values are stored on (0.01 for scores ×100 rounded to two decimals)
+                ) -> float:
+    "The spread rounding alone gives a difference of two values stored on a grid of step `resolution`: r/√6."
+    if not (math.isfinite(resolution) and resolution >= 0):
+        raise SentclError(f"spread_floor: resolution must be a number >= 0, got {resolution}")
+    return resolution / math.sqrt(6)  # each value's error uniform on ±r/2 (variance r²/12); a difference holds two
+
+def zero_spread(diffs, # per-seed paired differences
+                resolution:float, # the storage step of the values they are differences of
+               ) -> bool:
+    "True when the differences' standard deviation is below a thousandth of the storage step: float noise, not spread."
+    d = _diffs("zero_spread", diffs)
+    return len(d) < 2 or float(d.std(ddof=1)) <= resolution / 1000
+
+# %% ../../nbs/63_experiments_power.ipynb #49746fd0
+def family_verdict(lo:float, hi:float, # the family's simultaneous interval of the mean difference
+                   reference:float|None, # the paper's difference, else the plan's smallest effect of interest (signed)
+                   of:str="the paper's", # what the reference is, for the words: "the paper's" or "the smallest effect of interest"
+                  ) -> str:
+    "The interval read against zero and against the reference: supported / contradicted, smaller than / as large as it."
+    s = paper_sign(reference)
+    lo, hi = sorted((lo * s, hi * s))
+    if hi < 0: return "contradicted"
+    if reference is None or reference == 0: return "supported" if lo > 0 else "inconclusive"
+    ref = abs(reference)
+    if lo > 0: return f"supported, {'smaller than' if hi < ref else 'larger than' if lo > ref else 'as large as'} {of}"
+    return f"smaller than {of}" if hi < ref else "inconclusive"
+
+# %% ../../nbs/63_experiments_power.ipynb #e0b9ba89
+def assess_family(claims:list, # per claim a dict: diffs, paper_diff (or None), sesoi (or None), resolution
+                  alpha:float=0.05, # the family's level: the chance that any of its intervals misses
                  ) -> list[dict]:
-    "Per claim: mean, se, p, Holm p, Holm-adjusted interval and its verdict, k of n with sign-test p, paper inside."
-    ds = [_diffs("assess_claims", d) for d, _ in claims]
-    if any(len(d) < 2 for d in ds): raise SentclError("assess_claims: every claim needs at least 2 differences, got "
+    "Per claim: mean, sd, se, Bonferroni-adjusted p, simultaneous interval, its verdict, k of n, sign-test p."
+    m = len(claims)
+    if not 0 < alpha < 1: raise SentclError(f"assess_family: alpha must lie in (0, 1), got {alpha}")
+    ds = [_diffs("assess_family", c["diffs"]) for c in claims]
+    if any(len(d) < 2 for d in ds): raise SentclError("assess_family: every claim needs at least 2 differences, got "
                                                       f"{[len(d) for d in ds]}; leave one-run claims out of the family")
-    tests = [paired_t_test(d) for d in ds]
-    p = [min(1.0, 2 * min(t.p_paper, t.p_against)) for t in tests]
     out = []
-    for d, (_, paper), t, pi, ph, level in zip(ds, claims, tests, p, holm(p), holm_levels(p, alpha)):
-        lo, hi = t_interval(d, 1 - level)
-        k, n, sp = sign_test(d, paper)
-        out.append(dict(n=n, mean=t.mean, se=t.sd / math.sqrt(n), p=pi, p_holm=ph, level=1 - level, lo=lo, hi=hi,
-                        verdict=interval_verdict(lo, hi, paper), agree=k, sign_p=sp, fragile=is_fragile(d),
-                        paper_inside=None if paper is None else bool(lo <= paper <= hi)))
+    for d, c in zip(ds, claims):
+        n, mean, sd = len(d), float(d.mean()), float(d.std(ddof=1))
+        used = max(sd, spread_floor(c.get("resolution", 0.0)))  # never narrower than the storage allows
+        se = used / math.sqrt(n)
+        t = mean / se if se > 0 else math.copysign(math.inf, mean) if mean else 0.0
+        half = float(stats.t.isf(alpha / (2 * m), n - 1)) * se
+        ref, of = (c["paper_diff"], "the paper's") if c.get("paper_diff") is not None else \
+                  (c.get("sesoi"), "the smallest effect of interest")
+        k, _, sp = sign_test(d, ref)
+        out.append(dict(n=n, mean=mean, sd=sd, se=se, zero_spread=zero_spread(d, c.get("resolution", 0.0)),
+                        p=float(2 * stats.t.sf(abs(t), n - 1)), p_adjusted=min(1.0, m * float(2 * stats.t.sf(abs(t), n - 1))),
+                        level=1 - alpha / m, lo=mean - half, hi=mean + half, reference=ref, reference_of=of,
+                        verdict=family_verdict(mean - half, mean + half, ref, of), agree=k, sign_p=sp,
+                        reference_inside=None if ref is None else bool(mean - half <= ref <= mean + half)))
     return out
+
+# %% ../../nbs/63_experiments_power.ipynb #f38329ad
+def seeds_to_decide(mean:float, sd:float, # the pilot's mean and standard deviation of the paired differences
+                    reference:float|None, # the paper's difference or the smallest effect of interest (None: none)
+                    m:int, # the family's size
+                    alpha:float=0.05, power:float=0.8, resolution:float=0.0,
+                    max_seeds:int=1000, # look no further: None beyond it
+                   ) -> int|None:
+    "Fewest paired seeds whose simultaneous interval would exclude zero or the reference, at the pilot's mean and spread."
+    _check_levels("seeds_to_decide", alpha, power)
+    gap = max(abs(mean), abs(mean - reference) if reference is not None else 0.0)
+    s = max(sd, spread_floor(resolution))
+    for n in range(2, max_seeds + 1):
+        if (stats.t.isf(alpha / (2 * m), n - 1) + stats.t.ppf(power, n - 1)) * s / math.sqrt(n) <= gap: return n
+    return None

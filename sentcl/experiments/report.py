@@ -11,11 +11,12 @@ from pathlib import Path
 import pandas as pd
 
 from .catalog.registry import EXPERIMENTS
-from ..core import SentclError, atomic_write
+from ..core import SentclError, atomic_write, inside_folder
 from .plan import plan_runs, resolve_preset
 from .spec import column_headings, published
 from ..data.paper_numbers import PAPERS, load_published
 from .power import claim_verdict
+from .results import contrast_verdict
 
 # %% auto #0
 __all__ = ['REPRODUCED_WITHIN', 'AGREEING', 'SUMMARY_LINK', 'says_nothing', 'row_status', 'summary_link', 'experiment_section',
@@ -38,7 +39,7 @@ def says_nothing(doc:dict) -> str|None:
     return "rehearsed" if doc.get("kind") == "rehearsal" else None
 
 def _claims_of(doc:dict, arm:str) -> list[dict]:
-    return [c for c in doc["contrasts"] if arm in (c["better"], c["worse"]) and c["status"] != "not measured"]
+    return [c for c in doc["contrasts"] if arm in (c["better"], c["worse"]) and contrast_verdict(c) != "not measured"]
 
 # %% ../../nbs/79_experiments_report.ipynb #53e37bca
 def row_status(doc:dict|None, arm:str|None, cells:list[dict]) -> str:
@@ -46,7 +47,7 @@ def row_status(doc:dict|None, arm:str|None, cells:list[dict]) -> str:
     ran = doc is not None and any(r["arm"] == arm for r in doc.get("runs", []))  # even with no number in this table
     if doc is None or arm is None or not (ran or any(c["mean"] is not None for c in cells)): return "not run"
     if says_nothing(doc): return says_nothing(doc)
-    statuses = [c["status"] for c in _claims_of(doc, arm)]
+    statuses = [contrast_verdict(c) for c in _claims_of(doc, arm)]
     if resolve_preset(doc["preset"]).paper_setting:
         pairs = [(c["mean"], c["paper"]) for c in cells if c["mean"] is not None and c["paper"] is not None]
         if pairs and all(abs(m - p) <= REPRODUCED_WITHIN for m, p in pairs):
@@ -118,7 +119,7 @@ def _contrast_lines(doc:dict) -> list[str]:
         stand_in = used.get(exp.measured_column(c["column"], c["table"])) if exp else None
         column = column_headings(c["column"], stand_in)[1] if stand_in else c["column"]
         lines.append(f"| {c['claim']} ({c['better']} vs {c['worse']}) | {column} | {paper} | {diffs} | "
-                     f"{_fmt(c['mean'], c['std'])} | {nothing or c['status']} |")
+                     f"{_fmt(c['mean'], c['std'])} | {nothing or contrast_verdict(c)} |")
     return lines
 
 # %% ../../nbs/79_experiments_report.ipynb #9499cccd
@@ -144,12 +145,14 @@ def _provenance(doc:dict) -> str:
 
 # %% ../../nbs/79_experiments_report.ipynb #e12f37e7
 def _figure_lines(doc:dict, out:Path) -> list[str]:
-    "Copy the experiment's PNG figures beside the report and embed them."
+    "Copy the experiment's PNG figures beside the report and embed them; one that leads out of its batch, not copied."
     lines = []
-    for f in doc["figures"]:
+    for i, f in enumerate(doc["figures"]):
         if not f.endswith(".png"): continue
-        src = Path(doc["_folder"])/f
-        if not src.exists(): continue
+        folder = Path(doc["_folder"])
+        try: src = inside_folder(folder.parent, f"{folder.name}/{f}", f"{folder/'results.json'}: figures[{i}]")
+        except SentclError as e: lines += ["", f"> figure not copied: {e}"]; continue
+        if not src.is_file(): continue
         dst = out/"figures"/doc["experiment"]/src.name
         dst.parent.mkdir(parents=True, exist_ok=True); shutil.copyfile(src, dst)
         lines += ["", f"![{doc['experiment']}: {src.stem}](figures/{doc['experiment']}/{src.name})"]
@@ -190,9 +193,9 @@ def _summary_row(name:str, doc:dict|None, failures:dict, problems:dict) -> str:
         why = (f"failed: {failures[name]}" if name in failures else
                f"unreadable results, shown as not run: {problems[name]}" if name in problems else "not run")
         return f"| [{name}](#{name}) | – | – | – | {why} |"
-    sup = sum(c["status"] == "supported" for c in doc["contrasts"])
-    total = sum(c["status"] != "not measured" for c in doc["contrasts"])
-    agree = sum(c["status"] in AGREEING for c in doc["contrasts"])  # e.g. the paper preset's one seed
+    sup = sum(contrast_verdict(c) == "supported" for c in doc["contrasts"])
+    total = sum(contrast_verdict(c) != "not measured" for c in doc["contrasts"])
+    agree = sum(contrast_verdict(c) in AGREEING for c in doc["contrasts"])  # e.g. the paper preset's one seed
     claims = (f"– ({says_nothing(doc)})" if says_nothing(doc) else
               f"{sup}/{total}" + (f" ({agree} agree, fewer than 3 runs)" if agree else ""))
     return f"| [{name}](#{name}) | {doc['preset']} | {len(doc['runs'])} | {claims} | {doc['created'][:10]} |"
@@ -245,8 +248,8 @@ def paper_experiments(paper:str, # a key of `sentcl.data.paper_numbers.PAPERS`
     for name, exp in EXPERIMENTS.items():
         if exp.paper != paper: continue
         doc = results.get(name)
-        measured = [c for c in doc["contrasts"] if c["status"] != "not measured"] if doc else []
-        held = sum(c["status"] == "supported" for c in measured)
+        measured = [c for c in doc["contrasts"] if contrast_verdict(c) != "not measured"] if doc else []
+        held = sum(contrast_verdict(c) == "supported" for c in measured)
         n = sum(r.method is not None for r in plan_runs(exp, "paper", "/x"))  # planned only: nothing is loaded
         rows.append({"experiment": name, "reproduces": ", ".join(published(paper, t)["ref"] for t in exp.tables),
                      "paper preset": f"{n} training{'s' * (n != 1)}",

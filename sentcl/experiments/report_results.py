@@ -21,7 +21,7 @@ from ..train.presets import get_preset
 # %% auto #0
 __all__ = ['CACHED_SECONDS', 'refresh_derived', 'collect_results', 'collect_failures', 'stand_ins_used', 'compare_results',
            'run_precision', 'training_commits', 'commit_note', 'run_settings', 'setting_differences', 'family_verdicts',
-           'study_cost', 'differing_values', 'cost_sentence', 'verdict_line', 'study_summary']
+           'run_matches_plan', 'study_cost', 'differing_values', 'cost_sentence', 'verdict_line', 'study_summary']
 
 # %% ../../nbs/78_experiments_report_results.ipynb #5baccb51
 def refresh_derived(doc:dict) -> dict:
@@ -175,17 +175,33 @@ def setting_differences(base:dict, other:dict) -> list[str]:
 def family_verdicts(docs:dict, # {experiment: results document}, e.g. `collect_results("results/cpu")`
                     plan, # a `sentcl.experiments.catalog.registry.AnalysisPlan`
                    ) -> pd.DataFrame:
-    "One row per claim column of the plan's family: diffs, mean, se, Holm-adjusted interval, verdict, k of n, p."
-    from sentcl.experiments.power import assess_claims
+    "One row per claim column of the plan's family: diffs, mean, se, simultaneous interval, verdict, k of n, p."
+    from sentcl.experiments.power import assess_family
     rows = []
     for name, better, worse, column in plan.family:
         c = next((c for c in (docs.get(name) or {}).get("contrasts", [])
-                  if (c["better"], c["worse"], c["column"]) == (better, worse, column)), None)
-        rows.append({"experiment": name, "claim": c["claim"] if c else None, "better": better, "worse": worse,
-                     "column": column, "paper_diff": c["paper_diff"] if c else None, "diffs": c["diffs"] if c else []})
+                  if (c["better"], c["worse"], c["column"]) == (better, worse, column)), {})
+        rows.append({"experiment": name, "claim": c.get("claim"), "better": better, "worse": worse, "column": column,
+                     "paper_diff": c.get("paper_diff"), "diffs": c.get("diffs", []), **plan.member(name, better, worse, column)})
     tested = [r for r in rows if len(r["diffs"]) >= 2]
-    for r, a in zip(tested, assess_claims([(r["diffs"], r["paper_diff"]) for r in tested], plan.alpha)): r.update(a)
+    for r, a in zip(tested, assess_family(tested, plan.alpha)): r.update(a)
     return pd.DataFrame(rows).assign(verdict=lambda t: t.get("verdict", pd.Series(dtype=object)).fillna("not measured"))
+
+# %% ../../nbs/78_experiments_report_results.ipynb #094e38ae
+def run_matches_plan(docs:dict, # {experiment: results document} of the registered run's batch
+                     plan, # its `AnalysisPlan`, with `run`
+                    ) -> pd.DataFrame:
+    "Per experiment of the plan's run: arms, seeds, preset and training precision planned and run; matches; complete."
+    rows = []
+    for name, want in plan.run.get("experiments", {}).items():
+        d = docs.get(name) or {"runs": [], "parameters": {}, "preset": None, "complete": False}
+        arms, seeds = sorted({r["arm"] for r in d["runs"]}), sorted({r["seed"] for r in d["runs"] if r["seed"] is not None})
+        prec = d["parameters"].get("precision")
+        rows.append({"experiment": name, "arms": ", ".join(want["arms"]), "seeds planned": want["seeds"], "seeds run": seeds,
+                     "preset": d["preset"], "precision": prec, "complete": d["complete"],
+                     "matches": set(arms) <= set(want["arms"]) and set(seeds) <= set(want["seeds"]) and
+                                (not d["runs"] or (d["preset"] == plan.run["preset"] and prec == plan.run["precision"]))})
+    return pd.DataFrame(rows)
 
 # %% ../../nbs/78_experiments_report_results.ipynb #d4104ffa
 CACHED_SECONDS = 10  # an evaluation this quick read its model's vectors from the embedding cache
@@ -270,18 +286,17 @@ def cost_sentence(docs:dict, order=None) -> str:
             f"method's fastest pace ({t['evaluation min (fresh run)'] / 60:.1f} hours of it evaluation)")
 
 # %% ../../nbs/78_experiments_report_results.ipynb #f839c4a7
-def verdict_line(r) -> str:
-    "One claim column's verdict by the plan, with its adjusted interval, k of n and sign-test p, in words."
-    claim = r["claim"] if isinstance(r["claim"], str) else f"{r['better']} beats {r['worse']}"  # none: NaN
-    head = f"`{r['experiment']}`, {claim} (`{r['column']}`)"
+def verdict_line(r, # a `family_verdicts` row
+                 scale:str="the CPU study's scale") -> str: # where the verdict holds
+    "One claim column's verdict by the plan, with its simultaneous interval, k of n and sign-test p, in words."
+    head = f"`{r['experiment']}`, {r['claim'] if isinstance(r['claim'], str) else r['better'] + ' beats ' + r['worse']} (`{r['column']}`)"
     if r["verdict"] == "not measured": return f"{head}: *not measured*"
-    paper = ("no paper difference" if r["paper_diff"] is None or pd.isna(r["paper_diff"]) else
-             f"the paper's {r['paper_diff']:+g} {'inside' if r['paper_inside'] else 'outside'} it")
-    interval = (f"mean {_sig(r['mean'], 3, True)}, adjusted {r['level']:.2%} interval {_sig(r['lo'], 2, True)} to "
-                f"{_sig(r['hi'], 2, True)}" if r["lo"] != r["hi"] else  # no spread: a t-interval of no width says no more
-                f"every seed's difference {_sig(r['lo'], 2, True)}, with no spread to put an interval on")
-    return (f"{head}: *{r['verdict']}*, {interval} ({paper}); {int(r['agree'])} of "
-            f"{int(r['n'])} seeds in the paper's direction (sign test p = {_sig(r['sign_p'], 2)})")
+    no_ref, floor = r["reference"] is None or pd.isna(r["reference"]), " so the interval uses the rounding's own spread"
+    against = ("no paper difference and no smallest effect of interest" if no_ref else f"{r['reference_of']} {r['reference']:+g} "
+               f"{'inside' if r['reference_inside'] else 'outside'} it") + (f"; no spread above the storage step {r['resolution']:g},{floor}" if r["zero_spread"] else "")
+    return (f"{head}: *{r['verdict']}* at {scale}, mean {_sig(r['mean'], 3, True)}, simultaneous {r['level']:.2%} interval "
+            f"{_sig(r['lo'], 2, True)} to {_sig(r['hi'], 2, True)} ({against}); {int(r['agree'])} of {int(r['n'])} seeds in "
+            f"the claim's direction (sign test p = {_sig(r['sign_p'], 2)})")
 
 # %% ../../nbs/78_experiments_report_results.ipynb #99eae05f
 def _trained_at(doc:dict) -> str:
@@ -303,10 +318,11 @@ def study_summary(docs:dict, # the study's results, `collect_results("results/cp
     "The study's cost, every claim column's verdict by its plan, and the rerun's differing values, as Markdown."
     v = family_verdicts(docs, plan)
     tested = v[v["verdict"] != "not measured"]
-    words = ", ".join(f"{(tested['verdict'] == w).sum()} {w}" for w in ("supported", "contradicted", "inconclusive"))
+    words = "; ".join(f"{n} *{w}*" for w, n in tested["verdict"].value_counts(sort=False).items()) or "none"
     lines = [f"**What it cost.** {cost_sentence(docs, order)}.", "",
-             f"**Verdicts by the analysis plan** ({len(tested)} of the family's {len(v)} claim columns measured; "
-             f"Holm over those {len(tested)}): {words}.", "", *[f"- {verdict_line(r)}." for _, r in v.iterrows()]]
+             f"**Verdicts by {plan.name}** ({plan.status}; {len(tested)} of the family's {len(v)} claim columns "
+             f"measured, their intervals simultaneous at level {1 - plan.alpha:g}): {words}.", "",
+             *[f"- {verdict_line(r)}." for _, r in v.iterrows()]]
     if rerun:
         d = differing_values(docs, rerun)
         norm = lambda n: "".join(f"; {k} {a} against {b}" for k, (a, b) in _rerun_settings(docs[n], rerun[n]).items())

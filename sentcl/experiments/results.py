@@ -5,6 +5,8 @@
 # %% ../../nbs/74_experiments_results.ipynb #7ac2a429
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..train.cards import headline_score
@@ -17,7 +19,7 @@ from ..train.presets import CPU_CLUSTERING_SETS, CPU_TRANSFER_SETS
 
 # %% auto #0
 __all__ = ['RESULTS_VERSION', 'RESULTS_SCHEMA', 'measured_value', 'stand_ins_in', 'check_results', 'seed_values', 'measured_rows',
-           'contrast_status', 'contrast_rows']
+           'contrast_status', 'contrast_verdict', 'contrast_rows']
 
 # %% ../../nbs/74_experiments_results.ipynb #874912f8
 _AVERAGES = {"sts": {"all": "sts", "mean": "sts_mean", "wmean": "sts_wmean"}, "clustering_acc": "clustering_acc",
@@ -30,9 +32,16 @@ _TASK_MEANS = {"sts5": STS_SUBSET_TASKS,  # Liao's STS average: STS12-16 only
                "clustering3_nmi": tuple(f"{t}_nmi" for t in CPU_CLUSTERING_SETS)}
 
 # %% ../../nbs/74_experiments_results.ipynb #59fbefc2
+# columns read from another by a sign: SNCSE's separation of a negation below its positive view, -Δ (Eq. 4), so that
+# "BML separates more" is a positive difference like every other claim
+_NEGATED = {"negation_separation": "negation_gap"}
+
 def _measured(evaluation:dict, column:str, aggregation:str|None) -> float|None:
     tasks, avg = evaluation.get("tasks", {}), evaluation.get("avg", {})
     if column in evaluation.get("extra", {}): return evaluation["extra"][column]
+    if column in _NEGATED:
+        value = evaluation.get("extra", {}).get(_NEGATED[column])
+        return None if value is None else -value
     if column in _TASK_MEANS:
         values = [_measured(evaluation, t, aggregation) for t in _TASK_MEANS[column]]
         return None if None in values else float(np.mean(values))  # unrounded: rounded where printed
@@ -87,7 +96,8 @@ RESULTS_SCHEMA = {
             "sentcl commits that trained and scored it, '-dirty' when modified; absent in older results)",
     "measured": "one row per (table, arm, column): table, row, arm, column, paper, mean, std, n, values",
     "contrasts": "one row per (claim, column): better, worse, column, claim, paper_diff, diffs (per seed), "
-                 "mean, std, n, status",
+                 "mean, std, n, untrained (both arms untrained: one deterministic evaluation each); measurements "
+                 "only: a verdict is computed where it is read (`contrast_verdict`), so no stored word goes stale",
     "figures": "file names of the figures written (PNG and SVG), relative to the experiment folder",
     "extra": "tables a notebook computed beyond the evaluations (e.g. rank errors): name -> list of row dicts",
     "complete": "true once every run of the plan is trained and evaluated",
@@ -101,16 +111,31 @@ _RUN_SHAPE = {"arm": str, "seed": (int, type(None)), "method": (str, type(None))
               "describe": dict, "train": (dict, type(None)), "folder": str, "train_folder": (str, type(None)),
               "seconds": (int, float)}
 
+_SCORE_TEXT = ("split", "protocol", "classifier")  # the keys of an evaluation whose values are words, not numbers
+
+def _check_numbers(value, where:str):
+    "Every number in `value` (an evaluation's scores, nested) finite, every other leaf a word of `_SCORE_TEXT` or null."
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if isinstance(v, str) and k in _SCORE_TEXT: continue
+            _check_numbers(v, f"{where}.{k}")
+    elif isinstance(value, list):
+        for i, v in enumerate(value): _check_numbers(v, f"{where}[{i}]")
+    elif value is not None and (type(value) not in (int, float) or not math.isfinite(value)):
+        raise SentclError(f"{where}: {value!r} is not a finite number; the experiment's results cannot be read: "
+                          "rerun it (sentcl experiments run --force)")
+
 def _check_run(run:dict, where:str, paths:bool=True):
-    "One run record: the types sentcl writes, its folders inside the batch folder."
+    "One run record: the types sentcl writes, finite scores, its folders inside the batch folder."
     check_shape(run, _RUN_SHAPE, where)
     check_shape(run["eval"], {"tasks": dict, "avg": dict, "settings": dict}, f"{where}.eval", required=("tasks",))
+    _check_numbers(run["eval"]["tasks"], f"{where}.eval.tasks"); _check_numbers(run["eval"].get("avg"), f"{where}.eval.avg")
     for key in ("folder", "train_folder") if paths else ():
         if run.get(key) is not None: record_path(run[key], f"{where}.{key}")
 
 _ROW_KEYS = {"runs": ("arm", "seed", "method", "model", "eval"),
              "measured": ("table", "arm", "column", "paper", "mean", "n"),
-             "contrasts": ("better", "worse", "column", "diffs", "mean", "status")}
+             "contrasts": ("better", "worse", "column", "diffs", "mean")}
 
 def check_results(doc:dict, # a parsed results.json
                   where:str="results.json", # named in the error
@@ -127,6 +152,10 @@ def check_results(doc:dict, # a parsed results.json
         for i, row in enumerate(doc[part]):
             missing = [k for k in keys if k not in check_shape(row, {}, f"{where}: {part}[{i}]")]  # an object
             if missing: raise SentclError(f"{where}: {part}[{i}] lacks {missing}")
+    check_shape(doc, {"git": (str, type(None))}, where)
+    for part, numbers in (("measured", ("paper", "mean", "std", "n", "values")), ("contrasts", ("mean", "std", "n", "diffs"))):
+        for i, row in enumerate(doc[part]):
+            for k in numbers: _check_numbers(row.get(k), f"{where}: {part}[{i}].{k}")
     for i, run in enumerate(doc["runs"]): _check_run(run, f"{where}: runs[{i}]", paths)
     if paths:
         for i, f in enumerate(doc["figures"]): record_path(f, f"{where}: figures[{i}]")  # in the experiment's folder
@@ -186,6 +215,11 @@ def contrast_status(diffs:list, paper_diff:float|None,
     "A claim's status from its per-seed paired differences: `sentcl.experiments.power.claim_verdict`'s words."
     return claim_verdict(diffs, paper_diff, min_runs)
 
+def contrast_verdict(row:dict, # a `contrast_rows` row (a results.json `contrasts` entry)
+                    ) -> str:
+    "The status of a stored contrast row, computed from its measurements by today's rule."
+    return contrast_status(row["diffs"], row["paper_diff"], 1 if row.get("untrained") else 3)
+
 # %% ../../nbs/74_experiments_results.ipynb #a7213b31
 def contrast_rows(exp:Experiment, records:list, stand_ins:dict|None=None) -> list[dict]:
     "One row per (claim, column): the paper's difference and the measured paired differences per seed."
@@ -202,6 +236,5 @@ def contrast_rows(exp:Experiment, records:list, stand_ins:dict|None=None) -> lis
             w = seed_values(records, c.worse, exp.measured_column(col, table), aggregation, stand_ins)
             diffs = _paired(b, w)
             rows.append({"better": c.better, "worse": c.worse, "column": col, "claim": c.claim, "table": table,
-                         "paper_diff": paper_diff, "diffs": diffs, **_stats(diffs),
-                         "status": contrast_status(diffs, paper_diff, 1 if untrained else 3)})
+                         "paper_diff": paper_diff, "diffs": diffs, **_stats(diffs), "untrained": untrained})
     return rows

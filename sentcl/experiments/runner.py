@@ -10,12 +10,12 @@ import dataclasses
 import json
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
 import threading
 import time
-import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -24,21 +24,22 @@ from fastcore.basics import patch
 
 import sentcl
 from .catalog.registry import EXPERIMENTS, get_experiment
-from ..core import SentclError, atomic_write, check_shape, default, record_path, write_json
+from ..core import SentclError, atomic_write, check_shape, default, record_path, stop_descendants, write_json
 from .costs import GPU, Calibration, calibrate, load_gpu_check, plan_cost
 from .parameters import DEFAULT_PRESET, plan_arguments
 from ..core import read_json
 from .plan import Run, plan_row, plan_runs, read_plan, resolve_preset, run_from_record, run_key
 from .plan import write_plan
 from .results import check_results
+from .execute import TrainingLock, _alive, _checked_holder, _process_started
 from .spec import published
 from ..train.presets import PRESETS, Preset
 
 # %% auto #0
-__all__ = ['PLAN_FILE', 'BATCH_LOCK', 'select_experiments', 'list_experiments', 'gpu_check_run', 'paper_calibration', 'dry_run',
-           'data_label', 'machine_paths', 'portable_text', 'notebooks_dir', 'notebook_path', 'papermill_command',
-           'job_environment', 'experiment_done', 'check_batch', 'BatchState', 'plan_experiment', 'run_one',
-           'temporary_environment', 'BatchLock', 'run_batch']
+__all__ = ['PLAN_FILE', 'BATCH_LOCK', 'WAIT_NOTE', 'select_experiments', 'list_experiments', 'gpu_check_run', 'paper_calibration',
+           'dry_run', 'data_label', 'machine_paths', 'portable_text', 'notebooks_dir', 'notebook_path',
+           'papermill_command', 'job_environment', 'experiment_done', 'check_batch', 'BatchState', 'plan_experiment',
+           'run_one', 'recorded_owner', 'check_owners', 'temporary_environment', 'BatchLock', 'run_batch']
 
 # %% ../../nbs/77_experiments_runner.ipynb #f6520716
 def select_experiments(names=None, # experiment names (None or empty: all of them, or all of `paper`'s)
@@ -158,7 +159,8 @@ def notebook_path(name:str, notebooks=None) -> Path:
 # %% ../../nbs/77_experiments_runner.ipynb #2c268002
 def papermill_command(notebook:Path, target:Path, parameters:dict, cwd:Path) -> list[str]:
     "The command that executes `notebook` into `target` with `parameters` in folder `cwd` (a fresh process)."
-    return [sys.executable, "-m", "papermill", str(notebook), str(target), "-y", json.dumps(parameters),
+    text = json.dumps(parameters, ensure_ascii=False)  # papermill reads YAML: \ud83d\ude00 escapes would be mangled
+    return [sys.executable, "-m", "papermill", str(notebook), str(target), "-y", text,
             "-k", "python3", "--log-output", "--no-progress-bar", "--cwd", str(cwd)]
 
 # %% ../../nbs/77_experiments_runner.ipynb #54e18186
@@ -217,7 +219,8 @@ def experiment_done(folder:Path, preset:str, log=None,
 _NONE = type(None)
 _BATCH_RECORD = {"status": (str, _NONE), "launcher": (str, _NONE), "job_id": (str, int, _NONE), "preset": (str, _NONE),
                  "log": (str, _NONE), "error": (str, _NONE), "seconds": (int, float, _NONE), "after": list,
-                 "log_tail": (list, _NONE), "submitted_at": (int, float), "started": (str, _NONE)}
+                 "log_tail": (list, _NONE), "submitted_at": (int, float), "started": (str, _NONE),
+                 "host": (str, _NONE), "pid": (int, _NONE), "process_started": (int, float, _NONE)}
 
 def check_batch(doc:dict, where:str) -> dict:
     "A batch.json's experiments: folder names, records of the types sentcl writes, paths inside the batch folder."
@@ -284,7 +287,9 @@ def _keep_log(folder:Path) -> Path|None:
                 default=0)
     return log.rename(folder/f"log.{n}.txt")
 
-def run_one(name:str, preset:str, out:Path, parameters:dict, notebooks=None, env=None) -> dict:
+def run_one(name:str, preset:str, out:Path, parameters:dict, notebooks=None, env=None,
+            started=None, # called with papermill's process id once it runs (the batch records it: `recorded_owner`)
+           ) -> dict:
     "Execute one experiment notebook into `out/<name>/`; returns status, seconds and the error if it failed."
     out = Path(out); folder = out/name
     folder.mkdir(parents=True, exist_ok=True)
@@ -293,8 +298,13 @@ def run_one(name:str, preset:str, out:Path, parameters:dict, notebooks=None, env
     _keep_log(folder)
     t0 = time.time()
     with open(folder/"log.txt", "w", encoding="utf-8") as log:
-        proc = subprocess.run(papermill_command(notebook_path(name, notebooks), folder/f"{name}.ipynb", params, out),
-                              stdout=log, stderr=subprocess.STDOUT, env=env)
+        proc = subprocess.Popen(papermill_command(notebook_path(name, notebooks), folder/f"{name}.ipynb", params, out),
+                                stdout=log, stderr=subprocess.STDOUT, env=env)
+        try:
+            if started: started(proc.pid)
+            proc.wait()
+        except BaseException:  # stopped (an interrupt, SIGTERM): the notebook stops too, before its log is let go
+            proc.terminate(); proc.wait(); raise
     seconds = round(time.time() - t0, 1)
     _make_portable([folder/"log.txt", folder/f"{name}.ipynb"], machine_paths(out, env))
     if proc.returncode == 0 and experiment_done(folder, preset, rehearse=parameters.get("rehearse", False)):
@@ -302,6 +312,36 @@ def run_one(name:str, preset:str, out:Path, parameters:dict, notebooks=None, env
     error = (_error_of(folder/"log.txt", proc.returncode) if proc.returncode
              else "the notebook ended without a complete results.json")
     return {"status": "failed", "seconds": seconds, "error": error}
+
+# %% ../../nbs/77_experiments_runner.ipynb #eef0e141
+def recorded_owner(rec:dict, # an experiment's record in batch.json
+                   out:Path, # the batch folder
+                   job_state=None, # (launcher, out, job id) -> (kind, what the scheduler says); None: jobs not asked
+                  ) -> str|None:
+    "Who runs the experiment by its record, when it still runs: a process of this host or a scheduler job; else None."
+    if rec.get("status") not in ("pending", "running"): return None
+    launcher = rec.get("launcher") or "local"
+    if launcher == "local":
+        holder = _checked_holder({"host": rec.get("host"), "pid": rec.get("pid"),
+                                  "process_started": rec.get("process_started")})
+        if not holder or holder["host"] != socket.gethostname() or not _alive(holder["pid"]): return None
+        now = _process_started(holder["pid"])
+        if now and holder["process_started"] and abs(now - holder["process_started"]) > 1.0: return None  # pid reused
+        return f"process {holder['pid']} on {holder['host']} (a local run started {rec.get('started')})"
+    if rec.get("job_id") is None or job_state is None: return None
+    kind, said = job_state(launcher, out, str(rec["job_id"]))
+    return None if kind == "ended" else f"{launcher} job {rec['job_id']} ({said})"
+
+def check_owners(state, names:list, out:Path, job_state=None,
+                 reattach:str|None=None, # a launcher whose live jobs the caller waits for instead (not an error)
+                ):
+    "A one-line error naming the first of `names` that batch.json records as run by a live process or job."
+    for n in names:
+        rec = state.get(n)
+        if reattach and (rec.get("launcher") or "local") == reattach: continue
+        if who := recorded_owner(rec, Path(out), job_state):
+            raise SentclError(f"{Path(out)/n}: batch.json records it as run by {who}; a second start would write the "
+                              f"same folder: let that one end (`sentcl experiments status {out}`) or stop it, then rerun")
 
 # %% ../../nbs/77_experiments_runner.ipynb #9f9fedd4
 @contextlib.contextmanager
@@ -322,6 +362,7 @@ def _line(i:int, n:int, name:str, rec:dict) -> str:
 
 # %% ../../nbs/77_experiments_runner.ipynb #10ab42d9
 def _run_locally(names:list, preset:str, out:Path, params:dict, jobs:int, force:bool, notebooks, log, data_env:dict,
+                 job_state=None, # asks the scheduler about a job batch.json records (`recorded_owner`)
                 ) -> pd.DataFrame:
     "The batch on this machine, `jobs` notebooks at a time: finished experiments kept, the others run; one row each."
     state, todo = BatchState(out, log), []
@@ -329,13 +370,16 @@ def _run_locally(names:list, preset:str, out:Path, params:dict, jobs:int, force:
         if not force and experiment_done(out/n, preset, log, params.get("rehearse", False)):
             state.set(n, status="kept", error=None)
         else: todo.append(n)
+    check_owners(state, todo, out, job_state)
     log(f"sentcl experiments: {len(names)} experiment(s), preset {preset}, {len(names) - len(todo)} already done, "
         f"{len(todo)} to run, {jobs} at a time, in {out}")
     def job(item):
         slot, n = item
-        state.set(n, status="running", started=time.strftime("%Y-%m-%dT%H:%M:%S"), error=None)
+        state.set(n, status="running", started=time.strftime("%Y-%m-%dT%H:%M:%S"), error=None, launcher="local",
+                  job_id=None, host=socket.gethostname(), pid=None, process_started=None)
         log(f"  started {n}")
-        rec = run_one(n, preset, out, params, notebooks, {**job_environment(slot, jobs), **data_env})
+        rec = run_one(n, preset, out, params, notebooks, {**job_environment(slot, jobs), **data_env},
+                      started=lambda pid: state.set(n, pid=pid, process_started=_process_started(pid)))
         state.set(n, **rec)
         log(_line(names.index(n) + 1, len(names), n, rec))
         return rec
@@ -345,82 +389,54 @@ def _run_locally(names:list, preset:str, out:Path, params:dict, jobs:int, force:
 
 # %% ../../nbs/77_experiments_runner.ipynb #27906c56
 BATCH_LOCK = ".batch.lock"  # in the batch folder while a `sentcl experiments run` works in it
-
-def _process_started(pid) -> float|None:
-    "When process `pid` of this host started (seconds since the epoch); None when there is no such process."
-    import psutil
-    try: return psutil.Process(int(pid)).create_time()
-    except (psutil.Error, ValueError, TypeError): return None
-
-def _batch_holder(path:Path) -> tuple|None:
-    "(holder record or None when unreadable, age in seconds) of a batch lock file; None when there is none."
-    try: st, text = path.stat(), path.read_text(encoding="utf-8")
-    except FileNotFoundError: return None
-    try: holder = json.loads(text)
-    except ValueError: holder = None
-    return (holder if isinstance(holder, dict) else None), time.time() - st.st_mtime
+WAIT_NOTE = 60.0  # seconds between a waiting batch's lines
 
 # %% ../../nbs/77_experiments_runner.ipynb #bc7fe2c8
-def _holder_gone(holder:dict|None, age:float) -> bool:
-    "Whether a batch lock's holder is gone: a process of this host that ended, or another one now under its pid."
-    if holder is None: return age > 5.0  # unreadable for five seconds: not a lock being written
-    if holder.get("host") != socket.gethostname(): return False  # another machine: cannot be checked from here
-    started = _process_started(holder.get("pid"))
-    return started is None or abs(started - float(holder.get("process_started") or started)) > 1.0
-
 def _holder_text(holder:dict|None) -> str:
     if not holder: return "a lock being written"
     return f"process {holder.get('pid')} on {holder.get('host')}, since {holder.get('started')}"
 
 # %% ../../nbs/77_experiments_runner.ipynb #cd31aac9
-class BatchLock:
-    "`<out>/.batch.lock` while a batch runs there; another batch says who holds it, or waits for it (`wait`)."
-    def __init__(self, out, wait:bool=False, log=print, poll:float=5.0):
-        self.path, self.wait, self.log, self.poll = Path(out)/BATCH_LOCK, wait, log, poll
-        self.record = {"host": socket.gethostname(), "pid": os.getpid(), "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
-                       "process_started": _process_started(os.getpid()), "token": uuid.uuid4().hex}
+class BatchLock(TrainingLock):
+    ("`<out>/.batch.lock` while a batch runs there, with the training lock's heartbeat and stale age; another batch "
+     "says who holds it, or waits for it (`wait`), saying why and for how long.")
+    what, lost_hint = "batch", "this batch stopped so that two never run in one folder: rerun it once the other ended"
+    def __init__(self, out, wait:bool=False, log=print, poll:float=5.0, beat:float=30.0, stale:float=600.0):
+        super().__init__(out, log, poll, beat, stale, name=BATCH_LOCK)
+        self.wait = wait
 
-    def _take_over(self, judged:dict|None):
-        "Remove the lock judged gone, unless another took it meanwhile (then it is put back)."
-        aside = self.path.with_name(f"{BATCH_LOCK}.gone-{self.record['token']}")
-        try: os.rename(self.path, aside)
-        except FileNotFoundError: return
-        if (_batch_holder(aside) or (None,))[0] != judged:
-            with contextlib.suppress(FileExistsError): os.link(aside, self.path)
-        aside.unlink(missing_ok=True)
-
-# %% ../../nbs/77_experiments_runner.ipynb #b7e8246a
-@patch
-def __enter__(self:BatchLock):
-    self.path.parent.mkdir(parents=True, exist_ok=True)
-    said = False
-    while True:
-        try: fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-        except FileExistsError:
-            if (state := _batch_holder(self.path)) is None: continue  # released meanwhile
-            holder, age = state
-            if _holder_gone(holder, age): self._take_over(holder); continue
-            if not self.wait:
-                raise SentclError(f"{self.path.parent}: another `sentcl experiments run` works in this batch folder "
-                                  f"({_holder_text(holder)}); add --wait to wait for it, or give another --out "
-                                  f"(if that process is gone for good, remove {self.path})")
-            if not said: self.log(f"waiting: {_holder_text(holder)} runs a batch in {self.path.parent}"); said = True
-            time.sleep(self.poll); continue
-        with os.fdopen(fd, "w", encoding="utf-8") as f: json.dump(self.record, f)
-        return self
-
-@patch
-def __exit__(self:BatchLock, *exc):
-    "Release the lock if it is still this batch's own."
-    if ((_batch_holder(self.path) or ({},))[0] or {}).get("token") == self.record["token"]:
-        self.path.unlink(missing_ok=True)
+    def _busy(self, holder:dict|None, age:float, waited:float):
+        "Another batch holds the folder: say who and stop, or (`wait`) say why this one waits, once a minute."
+        who = _holder_text(holder)
+        if not self.wait:
+            raise SentclError(f"{self.path.parent}: another `sentcl experiments run` works in this batch folder "
+                              f"({who}; its lock refreshed {age:.0f} s ago); add --wait to wait for it, or give another "
+                              f"--out (its lock is taken over once that process ends or it goes {self.stale:.0f} s "
+                              "without a refresh)")
+        if self.noted is None or waited - self.noted >= WAIT_NOTE:
+            self.noted = waited
+            self.log(f"waiting {waited:.0f} s so far: {who} runs a batch in {self.path.parent} (its lock refreshed "
+                     f"{age:.0f} s ago; taken over once that process ends, or after {self.stale:.0f} s without a refresh)")
 
 # %% ../../nbs/77_experiments_runner.ipynb #7c6f5343
+@contextlib.contextmanager
+def _stopping_children():
+    "While a batch runs: a SIGTERM stops the notebooks it started (papermill, kernels), then the batch, as an interrupt."
+    if threading.current_thread() is not threading.main_thread(): yield; return  # signals reach the main thread only
+    def stop(signum, frame):
+        stop_descendants()
+        raise SystemExit(128 + signum)
+    old = signal.signal(signal.SIGTERM, stop)
+    try: yield
+    finally: signal.signal(signal.SIGTERM, old)
+
 def run_batch(names=None, preset:str=DEFAULT_PRESET, out="runs/experiments", data_dir=None, paper=None,
               parameters:dict|None=None, jobs:int=1, force:bool=False, notebooks=None, log=print,
               scheduler=None, # runs the planned batch as scheduler jobs (`sentcl.launch.batch.run_on_scheduler`
                               # with its launcher and Slurm settings bound); None: here, in this process pool
               wait_for_batch:bool=False, # another batch runs in `out`: wait for it (False: say who and stop)
+              job_state=None, # (launcher, out, job id) -> (kind, text): a job batch.json records still runs?
+                              # (`sentcl.launch.batch.job_state`); None: such jobs are not asked
              ) -> pd.DataFrame:
     "Run experiments as a resumable batch, here or as scheduler jobs; one row per experiment: status, seconds, error."
     p = resolve_preset(preset)  # once for the batch's plans (an unknown preset: a one-line error before anything)
@@ -429,9 +445,9 @@ def run_batch(names=None, preset:str=DEFAULT_PRESET, out="runs/experiments", dat
     label, data_env = data_label(data_dir)
     params = {**(parameters or {}), **({"data_dir": label} if label else {})}
     for n in names: notebook_path(n, notebooks)
-    with BatchLock(out, wait_for_batch, log):  # one batch per folder, from its plans to its last record
+    with BatchLock(out, wait_for_batch, log), _stopping_children():  # one batch per folder; its notebooks end with it
         with temporary_environment(data_env):  # each experiment planned once, here, resolving the label as jobs will
             for n in names: plan_experiment(n, p, out, params)
         if scheduler is not None:  # Slurm, or submitit's local executor: it submits, records and waits
             return scheduler(names, preset, out, params, notebooks=notebooks, force=force, env=data_env, log=log)
-        return _run_locally(names, preset, out, params, jobs, force, notebooks, log, data_env)
+        return _run_locally(names, preset, out, params, jobs, force, notebooks, log, data_env, job_state)

@@ -19,7 +19,7 @@ from ..data.layout import with_data_folder
 from .execute import device_type, evaluated_as_planned, execute_run, select_device
 from ..core import read_json
 from .plan import Run, plan_row, plan_runs, read_plan, resolve_preset, run_key
-from .results import RESULTS_VERSION, check_results, contrast_rows, measured_rows, measured_value
+from .results import RESULTS_VERSION, check_results, contrast_rows, contrast_verdict, measured_rows, measured_value
 from .results import stand_ins_in
 from .spec import Experiment, column_headings, published
 from .catalog.registry import get_experiment
@@ -125,7 +125,8 @@ def compare(self:ExperimentSession, table:str|None=None) -> pd.DataFrame:
 @patch
 def contrasts(self:ExperimentSession) -> pd.DataFrame:
     "The paper's claims: its difference, the measured paired differences per seed, their mean ± std, a status."
-    return pd.DataFrame(contrast_rows(self.exp, self._ordered_records(), self.preset.stand_ins))
+    rows = contrast_rows(self.exp, self._ordered_records(), self.preset.stand_ins)
+    return pd.DataFrame([{**r, "status": contrast_verdict(r)} for r in rows])  # computed here, never stored
 
 @patch
 def measured(self:ExperimentSession, table:str|None=None) -> pd.DataFrame:

@@ -17,7 +17,7 @@ import pandas as pd
 import sentcl
 from ..core import SentclError, read_json
 from ..data.paper_numbers import PAPERS, PUBLISHED_DIR, load_published, published_value
-from .catalog.registry import CPU_ANALYSIS_PLAN, EXPERIMENTS
+from .catalog.registry import EXPERIMENTS, load_plan
 from .costs import GPU_PEAKS, gpu_peaks, load_gpu_check, parse_gpu
 from .plan import plan_runs
 from .rehearsal import paper_architecture
@@ -170,13 +170,15 @@ def scale_caveat(doc:dict) -> str:
             f"against the paper's setting ({_paper_scale(paper)})")
 
 # %% ../../nbs/79a_experiments_summary.ipynb #b47bf742
-def study_findings(paper:str, docs:dict|None=None, plan=CPU_ANALYSIS_PLAN) -> list[str]:
+def study_findings(paper:str, docs:dict|None=None,
+                   plan=None, # an `AnalysisPlan` (None: the pilot's, results/cpu/PLAN.json)
+                  ) -> list[str]:
     "One line per claim column of `paper` in the study's plan: the verdict with its interval, and the scale it holds at."
     docs = collect_results(RESULTS/"cpu") if docs is None else docs
-    v = family_verdicts(docs, plan)
+    v = family_verdicts(docs, load_plan(RESULTS/"cpu"/"PLAN.json") if plan is None else plan)
     mine = v[[EXPERIMENTS[n].paper == paper for n in v["experiment"]]]
-    return [f"{verdict_line(r)}; {scale_caveat(docs[r['experiment']]) if r['experiment'] in docs else 'not run'}"
-            for _, r in mine.iterrows()]
+    return [verdict_line(r, scale_caveat(docs[r["experiment"]]).removeprefix("at ")) if r["experiment"] in docs
+            else f"{verdict_line(r)}; not run" for _, r in mine.iterrows()]
 
 # %% ../../nbs/79a_experiments_summary.ipynb #7bca6773
 def _shown_path(p:Path) -> str:

@@ -213,7 +213,7 @@ def run_on_scheduler(names:list, # experiments, checked by `sentcl.experiments.r
                     ):
     "Run experiments as scheduler jobs, resumably; one row per experiment: status, seconds, error, job."
     import pandas as pd
-    from sentcl.experiments.runner import BatchState, experiment_done, temporary_environment
+    from sentcl.experiments.runner import BatchState, check_owners, experiment_done, temporary_environment
     if launcher not in LAUNCHERS[1:]: raise SentclError(f"--launcher {launcher}: not slurm or submitit-local")
     if not wait and launcher != "slurm": raise SentclError(f"--no-wait: {launcher} jobs run from this command")
     shown, out, env = out, Path(out).resolve(), env or {}
@@ -225,6 +225,7 @@ def run_on_scheduler(names:list, # experiments, checked by `sentcl.experiments.r
         if not force and experiment_done(out/n, preset, log, parameters.get("rehearse", False)):
             state.set(n, status="kept", error=None)
         else: todo.append(n)
+    check_owners(state, todo, out, job_state, reattach=launcher)  # another launcher's live job, a local process
     job_ids = _reattach(state, todo, launcher, out)
     with temporary_environment(env):  # from the plan files `sentcl.experiments.runner.run_batch` wrote, where there are
         after = training_order(todo, preset, out, plan_arguments(parameters), planned=True)

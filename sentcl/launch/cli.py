@@ -59,11 +59,17 @@ def batch_status(out) -> "pd.DataFrame":
     out = Path(out)
     if not out.is_dir(): raise SentclError(f"{out}: no such folder; give a folder that `sentcl experiments run` wrote")
     from sentcl.experiments.runner import check_batch
-    recs = check_batch(read_json(out/"batch.json") or {"experiments": {}}, str(out/"batch.json"))["experiments"]
+    damaged = []  # a batch.json that does not parse: said, and the states come from the folders alone
+    recs = check_batch(read_json(out/"batch.json", damaged.append) or {"experiments": {}},
+                       str(out/"batch.json"))["experiments"]
     found = set(recs) | {p.parent.name for p in out.glob("*/results.json")}
     if not found: raise SentclError(f"{out}: no batch.json and no experiment results; is this a batch folder?")
     names = [n for n in EXPERIMENTS if n in found] + sorted(found - set(EXPERIMENTS))
-    return pd.DataFrame([experiment_state(out, n, recs.get(n, {})) for n in names])
+    table = pd.DataFrame([experiment_state(out, n, recs.get(n, {})) for n in names])
+    if damaged:
+        table.attrs["damaged"] = damaged[0]
+        table.loc[table.state == "pending", "detail"] = "batch.json is damaged: its record of this one is lost"
+    return table
 
 # %% ../../nbs/83_launch_cli.ipynb #49783a66
 def wave_scripts(options:ClusterOptions, out, todo:list, after:dict) -> dict:
@@ -168,6 +174,9 @@ def _wide():
 def run_status(args) -> int:
     "`sentcl experiments status DIR`: the table, then the count of each state."
     table = batch_status(args.out)
+    if table.attrs.get("damaged"):
+        print(f"{table.attrs['damaged']}: the states below come from the experiments' folders only (a rerun sets "
+              "the damaged file aside and starts a new one)")
     with _wide(): print(table.drop(columns=["launcher"]).fillna("-").to_string(index=False))
     counts = table["state"].value_counts()
     print("\n" + ", ".join(f"{counts.get(s, 0)} {s}" for s in ("done", "running", "pending", "failed"))

@@ -13,24 +13,11 @@ from pathlib import Path
 
 from fastcore.basics import patch
 
-from ..core import write_json
+from ..core import stop_descendants, write_json
 from .slurm import submitit_folder
 
 # %% auto #0
-__all__ = ['stop_descendants', 'ExperimentJob', 'outcome_path', 'checkpoint_step', 'TrainingJob']
-
-# %% ../../nbs/81_launch_jobs.ipynb #275b7d59
-def stop_descendants(grace:float=5.0) -> int:
-    "Terminate every process this one started (a notebook's papermill and its kernel), kill what is left; how many."
-    import psutil
-    procs = psutil.Process().children(recursive=True)
-    for p in procs:
-        with contextlib.suppress(psutil.NoSuchProcess): p.terminate()
-    _, alive = psutil.wait_procs(procs, timeout=grace)
-    for p in alive:
-        with contextlib.suppress(psutil.NoSuchProcess): p.kill()
-    psutil.wait_procs(alive, timeout=grace)
-    return len(procs)
+__all__ = ['ExperimentJob', 'outcome_path', 'checkpoint_step', 'TrainingJob']
 
 # %% ../../nbs/81_launch_jobs.ipynb #fdcb7cf5
 @dataclass

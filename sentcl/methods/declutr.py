@@ -16,7 +16,7 @@ from torch import Tensor, nn
 
 from ..batching import group_features, padded_length, to_device
 from ..core import SentclError, default
-from ..encoders import attention_bias, pool
+from ..encoders import attention_bias, model_inputs, pool
 from ..losses import nt_xent
 from .base import NON_NEGATIVE, Method, MethodConfig, batch_generator, bert_init_
 
@@ -257,8 +257,8 @@ def group_features(self:DeCLUTR, inputs, rows=None, device=None):
 def encode_inputs(self:DeCLUTR, key, inputs):
     if "input_ids" not in inputs: inputs = self.group_features(inputs, device=self.encoder.device)
     if "mlm_labels" not in inputs: return Method.encode_inputs(self, key, inputs)  # positives, or unmasked anchors
-    feats = {k: inputs[k] for k in ("input_ids", "token_type_ids") if k in inputs}
     model = self.encoder.model
+    feats = {k: v for k, v in model_inputs(model, inputs).items() if k != "attention_mask"}  # the mask: below
     hidden = model(**feats, attention_mask=attention_bias(inputs["attention_mask"], model)).last_hidden_state  # (n, T, d)
     emb = pool("mean", hidden, inputs["attention_mask"])                       # (n, d)
     states = hidden.gather(1, inputs["mlm_positions"][..., None].expand(-1, -1, hidden.shape[-1]))  # (n, K, d)

@@ -93,8 +93,9 @@ class ClusteringEvaluator(_SentclEvaluator):
                  data_dir=None, batch_size:int=64, name:str=None, # as in `STSEvaluator`
                  seeds=range(10), n_init:int=10, # KMeans seeds and restarts
                  max_length:int=CLUSTERING_MAX_LENGTH, # token limit
+                 protocol:str="senteval", # a key of `sentcl.eval.PROTOCOLS`: its text clean-up (the length is `max_length`)
                 ):
-        super().__init__(task, name or task, "acc_mean")
+        super().__init__(task, name or task, "acc_mean", protocol)
         self.data_dir, self.batch_size, self.max_length = data_dir, batch_size, max_length
         self.seeds, self.n_init = seeds, n_init
 

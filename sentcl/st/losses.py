@@ -86,7 +86,7 @@ def forward(self:PairSupConLoss, sentence_features, labels) -> dict[str, Tensor]
     if "classification" in self.terms:                                          # label 1 = entailment here
         out["classification"] = F.cross_entropy(self.classifier(sbert_pair_features(u, v)).float(), entailed.long())
     if "instance" in self.terms:
-        out["instance"] = cfg.beta * pairsupcon_instance_loss(self.contrast_head(u), self.contrast_head(v), entailed,
+        out["weighted_instance"] = cfg.beta * pairsupcon_instance_loss(self.contrast_head(u), self.contrast_head(v), entailed,
                                                               cfg.temperature, cfg.hard_negatives, cfg.weighting)
     return out
 
@@ -121,7 +121,7 @@ class SupConLoss(nn.Module):
 # %% ../../nbs/87_st_losses.ipynb #ade111be
 @patch
 def forward(self:SupConLoss, sentence_features, labels) -> dict[str, Tensor]:
-    "The loss terms: 'classification' ((1 - lam) times Eq. 1) and 'supcon' (lam times Eq. 2), as they are summed."
+    "The loss terms: 'weighted_classification' ((1 - lam) times Eq. 1) and 'weighted_supcon' (lam times Eq. 2), as summed."
     cfg = self.config
     u, v = _embed_columns("SupConLoss", self.model, sentence_features, 2, "premise, hypothesis")    # (N, d) each
     label = _nli_labels("SupConLoss", labels, u.shape[0]).to(u.device)
@@ -129,7 +129,7 @@ def forward(self:SupConLoss, sentence_features, labels) -> dict[str, Tensor]:
     ce = F.cross_entropy(self.classifier(sbert_pair_features(u, v)).float(), label)
     g = batch_generator(cfg.seed, label, groups) if cfg.n_pos > 1 or cfg.n_neg > 0 else None
     scl = supcon_loss(u, v, label == 0, groups, cfg.temperature, cfg.n_pos, g, cfg.n_neg)
-    return {"classification": (1 - cfg.lam) * ce, "supcon": cfg.lam * scl}
+    return {"weighted_classification": (1 - cfg.lam) * ce, "weighted_supcon": cfg.lam * scl}
 
 # %% ../../nbs/87_st_losses.ipynb #924083e9
 def _check_prompt_model(model):
@@ -181,7 +181,7 @@ def check_templates(self:SNCSELoss, sentence_features):
 # %% ../../nbs/87_st_losses.ipynb #732d0b9e
 @patch
 def forward(self:SNCSELoss, sentence_features, labels=None) -> dict[str, Tensor]:
-    "The loss terms: 'info_nce' (Eq. 3) and 'bml' (lam times Eqs. 4-5); 'nl' (Eq. 9) or 'pl' (Eq. 8) for the ablations."
+    "The loss terms: 'info_nce' (Eq. 3) and 'weighted_bml' (lam times Eqs. 4-5); 'nl' (Eq. 9), 'pl' (Eq. 8)."
     cfg, n = self.config, 2 if self.config.negation_role == "none" else 3
     sentence_features = list(sentence_features)[:n] if cfg.negation_role == "none" else sentence_features
     self.check_templates(sentence_features)
@@ -190,7 +190,7 @@ def forward(self:SNCSELoss, sentence_features, labels=None) -> dict[str, Tensor]
     if cfg.negation_role == "negative": return {"nl": sncse_negative_loss(*z, cfg.temperature)}
     if cfg.negation_role == "positive": return {"pl": sncse_positive_loss(*z, cfg.temperature)}
     out = {"info_nce": info_nce(z[0], z[1], temperature=cfg.temperature)}
-    if cfg.negation_role == "soft": out["bml"] = cfg.lam * bml_loss(*z, cfg.alpha, cfg.beta)
+    if cfg.negation_role == "soft": out["weighted_bml"] = cfg.lam * bml_loss(*z, cfg.alpha, cfg.beta)
     return out
 
 # %% ../../nbs/87_st_losses.ipynb #19028389

@@ -13,6 +13,7 @@ from torch import nn
 
 from ..core import SentclError, quiet_transformers
 from ..encoders import SentenceEncoder
+from ..st_modules import load_sentence_transformer
 
 try: from sentence_transformers import SentenceTransformer
 except ImportError as e:  # pragma: no cover
@@ -33,7 +34,7 @@ def sentence_transformer(model="default", # a `SentenceEncoder` (its weights are
     enc = model if isinstance(model, SentenceEncoder) else SentenceEncoder(model, device=device, **settings)
     with tempfile.TemporaryDirectory() as d, quiet_transformers():
         path = enc.save(Path(d)/"model", enc.settings.replace(**settings))
-        return SentenceTransformer(str(path), device=str(device or enc.device), trust_remote_code=True)
+        return load_sentence_transformer(path, device=str(device or enc.device))  # sentcl's classes, no remote code
 
 # %% ../../nbs/84_st_models.ipynb #b0961726
 def _unwrap(model):

@@ -72,7 +72,7 @@ def model_card(run_dir, # a training run folder: config.json, summary.json, metr
     if config is None: raise SentclError(f"{run_dir}: no readable config.json; is it a sentcl training run folder?")
     method, model = config.get("run.method", "?"), config.get("method.model", "?")
     modules = _read(run_dir/"model"/"modules.json") or []
-    remote = ", trust_remote_code=True" if any(m.get("type", "").startswith("sentcl.") for m in modules) else ""
+    ours = any(m.get("type", "").startswith("sentcl.") for m in modules)  # sentcl's modules: its loader, no remote code
     loss = _final_loss(run_dir/"metrics.jsonl")
     hw = summary.get("hardware") or {}
     lines = [f"# {method} on {model}", "",
@@ -89,8 +89,11 @@ def model_card(run_dir, # a training run folder: config.json, summary.json, metr
              f"- final loss: {loss['loss']:.4f} at step {loss['step']}" if loss else "- final loss: not logged",
              f"- sentcl commit: `{config.get('git_commit')}`, created {config.get('created')}", ""]
     lines += _scores_lines(evaluation) if evaluation else []
-    lines += ["## Usage", "", "```python", "from sentence_transformers import SentenceTransformer", "",
-              f'model = SentenceTransformer("path/to/this/folder"{remote})',
+    folder = '"path/to/this/folder"'
+    load = (["from sentcl.st_modules import load_sentence_transformer  # sentcl's classes, no remote code", "",
+             f"model = load_sentence_transformer({folder})"] if ours else
+            ["from sentence_transformers import SentenceTransformer", "", f"model = SentenceTransformer({folder})"])
+    lines += ["## Usage", "", "```python", *load,
               'embeddings = model.encode(["A man is playing a guitar.", "Someone plays an instrument."])', "```", "",
               "or with sentcl: `SentenceEncoder(\"path/to/this/folder\").encode([...])`.", "",
               "## Resolved configuration", "", "```json",

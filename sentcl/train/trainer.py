@@ -48,9 +48,10 @@ from .schedules import build_optimizer, build_scheduler, total_steps
 from ..views import VIEWS, View, build_view
 
 # %% auto #0
-__all__ = ['RESUME_MAY_CHANGE', 'FINISH_POINTS', 'RunOptions', 'run_record', 'flat_record', 'checked_options', 'resolve_options',
-           'resolve', 'Trainer', 'default_loader_workers', 'compile_encoder', 'export_model', 'finished_summary',
-           'finished_run', 'writable_folder', 'check_run_folder', 'load_training_data', 'training_view', 'train']
+__all__ = ['RESUME_MAY_CHANGE', 'RUN_ENTRIES', 'FINISH_POINTS', 'RunOptions', 'run_record', 'flat_record', 'checked_options',
+           'resolve_options', 'resolve', 'Trainer', 'default_loader_workers', 'compile_encoder', 'export_model',
+           'finished_summary', 'finished_run', 'writable_folder', 'check_run_folder', 'load_training_data',
+           'training_view', 'train']
 
 # %% ../../nbs/46_train_trainer.ipynb #49e5aa4e
 @dataclass
@@ -409,11 +410,16 @@ def finished_run(out, record:dict) -> dict|None:
     return None if config_differences({k: saved.get(k) for k in current}, current, ignore=RESUME_MAY_CHANGE) else done
 
 # %% ../../nbs/46_train_trainer.ipynb #394b1084
-def _clear_run(out:Path):
-    "Delete the run in `out` that --force starts again: its summary.json first (the run is no longer finished)."
-    (out/"summary.json").unlink(missing_ok=True)
-    for n in (CHECKPOINT, PREVIOUS, CHECKSUMS): (out/n).unlink(missing_ok=True)
-    for n in ("best", "model"): shutil.rmtree(out/n, ignore_errors=True)
+RUN_ENTRIES = ("summary.json", CHECKPOINT, PREVIOUS, CHECKSUMS, "best", "model", "config.json", "metrics.jsonl",
+               "tensorboard", "evaluations")  # what a run writes in its folder (beside hidden locks and temporary files)
+
+def _clear_run(out:Path) -> list[str]:
+    "Delete the run in `out` that --force starts again (summary.json first: no longer finished); the names deleted."
+    gone = [n for n in RUN_ENTRIES if (out/n).exists() or (out/n).is_symlink()]
+    for n in gone:
+        if (out/n).is_dir() and not (out/n).is_symlink(): shutil.rmtree(out/n, ignore_errors=True)
+        else: (out/n).unlink(missing_ok=True)
+    return gone
 
 # %% ../../nbs/46_train_trainer.ipynb #8be71807
 def writable_folder(out) -> Path:
@@ -428,13 +434,30 @@ def writable_folder(out) -> Path:
     return out
 
 # %% ../../nbs/46_train_trainer.ipynb #08648f63
+def _not_this_run(out:Path, record:dict|None) -> str|None:
+    "Why `out` is no folder to start the run `record` (flat) in: files of no sentcl run, or another run's; None: it is."
+    names = sorted(p.name + "/" * p.is_dir() for p in out.iterdir() if not p.name.startswith("."))
+    if not names: return None
+    try: saved = json.loads((out/"config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError): saved = None
+    if not (isinstance(saved, dict) and "run.method" in saved and "method.model" in saved):
+        return f"holds files of no sentcl run ({', '.join(names[:5])}{', ...' * (len(names) > 5)})"
+    current = json.loads(json.dumps(record or {}, default=str))
+    diff = config_differences({k: saved.get(k) for k in current}, current, ignore=RESUME_MAY_CHANGE)
+    said = [f"{k}: {saved.get(k)!r} there, {current.get(k)!r} now" for k in diff[:3]]
+    return f"holds a sentcl run of another config ({'; '.join(said)})" if diff else None
+
 def check_run_folder(out, # the run folder
                      resume:bool, # the run continues from the folder's checkpoint
-                     force:bool=False, # start again: a finished run or a checkpoint in `out` is deleted
+                     force:bool=False, # start again: what a run wrote in `out` is deleted (and named)
+                     record:dict|None=None, # the run (flat, as config.json holds it): a folder not its own is refused
                     ):
-    "Before step 1: `out` is a folder sentcl can write, holding a checkpoint exactly when the run resumes."
+    "Before step 1: `out` is a folder sentcl can write, empty or this run's, holding a checkpoint exactly when resuming."
     out = writable_folder(out)
-    if force: _clear_run(out)
+    if force and (gone := _clear_run(out)):
+        kept = [p.name for p in out.iterdir() if not p.name.startswith(".")]
+        warn(f"--force: deleted {', '.join(gone)} in {out}" + (f" (other files stay: {', '.join(sorted(kept))})"
+                                                                 if kept else ""))
     if not resume and (done := finished_summary(out)):
         raise SentclError(f"{out} holds a finished run (step {done.get('step')}: summary.json and model/); train it "
                           "again there with --force, or choose a new --out")
@@ -442,6 +465,9 @@ def check_run_folder(out, # the run folder
     if resume and not has: raise SentclError(f"--resume: no {CHECKPOINT} in {out}; start without --resume")
     if has and not resume: raise SentclError(f"{out} holds the checkpoint of an earlier run ({has[0]}); continue it "
                                              "with --resume, or start again in a new --out (or after deleting it)")
+    if record is not None and not resume and not force and (why := _not_this_run(out, record)):
+        raise SentclError(f"--out {out}: {why}; choose a new or empty --out, or --force deletes what a run writes "
+                          f"there ({', '.join(RUN_ENTRIES)})")
 
 # %% ../../nbs/46_train_trainer.ipynb #17de65b5
 @patch
@@ -601,7 +627,8 @@ def train(method:str, # a key of `sentcl.methods.METHODS`
                               "make_dev_eval= (e.g. sentcl.eval.sts_dev)")
         dev_eval = make_dev_eval(options.data_dir, config.eval_protocol)
     if config.eval_every: getattr(dev_eval, "check", lambda: None)()  # the cheap checks first: nothing is loaded yet
-    check_run_folder(options.out, options.resume, force); check_report_to(options.report_to)
+    check_run_folder(options.out, options.resume, force, flat_record(run_record(method, config, options)))
+    check_report_to(options.report_to)
     device = setup_distributed()
     seed_everything(config.seed)
     data = load_training_data(get_method(method).view, options, config.corpus)

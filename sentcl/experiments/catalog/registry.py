@@ -5,16 +5,18 @@
 # %% ../../../nbs/69_catalog_registry.ipynb #5884f0b4
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
 
 from ...core import SentclError
 from ...eval import resolve_tasks
 from ..spec import Experiment
 from ...train.presets import get_preset
 
-
 # %% auto #0
-__all__ = ['EXPERIMENTS', 'CPU_ANALYSIS_PLAN', 'get_experiment', 'paper_tasks', 'AnalysisPlan', 'study_family', 'plan_markdown']
+__all__ = ['EXPERIMENTS', 'FAMILY_RULE', 'get_experiment', 'paper_tasks', 'AnalysisPlan', 'plan_dict', 'load_plan',
+           'study_family', 'study_plan_members', 'plan_markdown']
 
 # %% ../../../nbs/69_catalog_registry.ipynb #3100c32a
 # each paper's experiments live in their own module; the catalog gathers them into one registry
@@ -41,16 +43,58 @@ def paper_tasks() -> list[str]:
     return resolve_tasks(",".join(dict.fromkeys(e.tasks["paper"] for e in EXPERIMENTS.values())))
 
 # %% ../../../nbs/69_catalog_registry.ipynb #73bc1b47
+FAMILY_RULE = ("Bonferroni-simultaneous two-sided t-intervals of the mean paired difference (better minus worse, seed "
+               "by seed; each interval at level 1 - alpha/m, its spread never below the storage step's rounding, "
+               "step/√6); supported / contradicted when an interval lies on the paper's side of zero / the other; "
+               "beside that, smaller than / as large as / larger than the paper's difference (or, where the paper "
+               "printed none, the plan's smallest effect of interest) when the interval lies below / holds / lies "
+               "above it; inconclusive only when it holds both zero and that difference")
+
 @dataclass(frozen=True)
 class AnalysisPlan:
-    "A study's analysis, declared before its runs: the family of claim columns judged together, and the rule."
+    "A study's analysis: the family of claim columns judged together, the rule, and what stands in for missing paper numbers."
     family:tuple # (experiment, better arm, worse arm, column), one per claim column
-    alpha:float = 0.05 # the family's level: the chance of any false verdict in it
-    rule:str = ("the two-sided t-interval of the mean paired difference (better minus worse, seed by seed), "
-                "Holm-adjusted over the family; supported when it lies on the paper's side of zero, contradicted "
-                "when on the other side, inconclusive otherwise")
+    name:str = "plan" # what the findings page calls it
+    status:str = "registered" # 'registered' (committed before its runs) or 'pilot: ...' (declared after the data)
+    alpha:float = 0.05 # the family's level: the chance that any of its intervals misses
+    sesoi:dict = field(default_factory=dict) # {member: smallest effect of interest, signed} where the paper printed none
+    resolution:dict = field(default_factory=dict) # {column: the step its values are stored on}; absent: 0 (unrounded)
+    rule:str = FAMILY_RULE
     beside:str = ("k of n seeds in the paper's direction with the exact one-sided sign-test p, and whether the "
-                  "paper's own difference lies inside the interval")
+                  "paper's difference (or the smallest effect of interest) lies inside the interval")
+    run:dict = field(default_factory=dict) # a registered plan's run: preset, experiments with arms and seeds, settings
+    note:str = "" # what a reader must know of its history (a pilot: when its family was declared)
+
+    def member(self, experiment:str, better:str, worse:str, column:str) -> dict:
+        "What the rule needs of one member beside its differences: its smallest effect of interest and storage step."
+        return {"sesoi": self.sesoi.get((experiment, better, worse, column)), "resolution": self.resolution.get(column, 0.0)}
+
+# %% ../../../nbs/69_catalog_registry.ipynb #c98435ac
+def plan_dict(plan:AnalysisPlan) -> dict:
+    "The plan as JSON-ready data (what a registered plan's file holds)."
+    return {"name": plan.name, "status": plan.status, "alpha": plan.alpha, "rule": plan.rule, "beside": plan.beside,
+            "family": [{"experiment": e, "better": b, "worse": w, "column": c,
+                        **({"sesoi": plan.sesoi[(e, b, w, c)]} if (e, b, w, c) in plan.sesoi else {})}
+                       for e, b, w, c in plan.family],
+            "resolution": dict(plan.resolution), "run": dict(plan.run), "note": plan.note}
+
+def load_plan(path, # a plan file (`plan_dict` as JSON), e.g. results/confirm/PLAN.json
+             ) -> AnalysisPlan:
+    "A registered plan from its file, checked: every member a claim the catalog knows, at most one of each."
+    path = Path(path)
+    try: d = json.loads(path.read_text())
+    except (OSError, ValueError) as e: raise SentclError(f"{path}: not a readable plan file ({e})") from None
+    missing = [k for k in ("name", "status", "alpha", "family") if k not in d]
+    if missing: raise SentclError(f"{path}: the plan lacks {missing}; write it with plan_dict")
+    fam = tuple((m["experiment"], m["better"], m["worse"], m["column"]) for m in d["family"])
+    for e, b, w, c in fam:
+        if not any((k.better, k.worse) == (b, w) and c in k.columns for k in get_experiment(e).contrasts):
+            raise SentclError(f"{path}: {e} has no claim {b} over {w} on {c!r}; see `sentcl experiments list`")
+    if len(set(fam)) < len(fam): raise SentclError(f"{path}: a claim column appears twice in the family")
+    return AnalysisPlan(family=fam, name=d["name"], status=d["status"], alpha=d["alpha"],
+                        sesoi={f: m["sesoi"] for f, m in zip(fam, d["family"]) if m.get("sesoi") is not None},
+                        resolution=d.get("resolution", {}), rule=d.get("rule", FAMILY_RULE),
+                        beside=d.get("beside", AnalysisPlan.beside), run=d.get("run", {}), note=d.get("note", ""))
 
 # %% ../../../nbs/69_catalog_registry.ipynb #b47f6c67
 def study_family(preset:str="cpu") -> tuple:
@@ -62,31 +106,19 @@ def study_family(preset:str="cpu") -> tuple:
     return tuple(out)
 
 # %% ../../../nbs/69_catalog_registry.ipynb #95708244
-CPU_ANALYSIS_PLAN = AnalysisPlan(family=(
-    ("pairsupcon-table4", "pairsupcon-lr2e-05", "classification-lr2e-05", "sts"),
-    ("pairsupcon-table4", "pairsupcon-lr2e-05", "classification-lr2e-05", "clustering_acc"),
-    ("pairsupcon-table4", "pairsupcon-lr2e-05", "instdisc-lr2e-05", "sts"),
-    ("pairsupcon-table4", "pairsupcon-lr2e-05", "instdisc-lr2e-05", "clustering_acc"),
-    ("pairsupcon-table5", "instdisc-lr2e-05", "instdisc-nohn-lr2e-05", "sts"),
-    ("pairsupcon-table5", "instdisc-lr2e-05", "instdisc-nohn-lr2e-05", "clustering_acc"),
-    ("pairsupcon-table5", "pairsupcon-lr2e-05", "pairsupcon-nohn-lr2e-05", "sts"),
-    ("pairsupcon-table5", "pairsupcon-lr2e-05", "pairsupcon-nohn-lr2e-05", "clustering_acc"),
-    ("liao-table2", "scl-allpalln-0.3", "ce", "avg"),
-    ("sncse-table2", "sncse", "sncse-lam0", "avg"),
-    ("sncse-figure4", "sncse", "sncse-lam0", "soft_negative_peak"),
-    ("sncse-figure4", "sncse", "sncse-lam0", "negation_in_margin"),
-    ("sncse-figure4", "sncse-bml0.1", "sncse-lam0", "negation_in_margin"),
-    ("declutr-figure3", "both-100", "contrastive-100", "sts"),
-    ("declutr-figure3", "both-100", "contrastive-100", "transfer"),
-    ("declutr-figure3", "both-100", "mlm-100", "sts"),
-    ("declutr-figure3", "both-100", "mlm-100", "transfer"),
-))
+def study_plan_members(plan:AnalysisPlan, preset:str="cpu") -> set:
+    "The plan's family members that `preset`'s study does not run (an empty set for a plan of that study)."
+    return set(plan.family) - set(study_family(preset))
 
 # %% ../../../nbs/69_catalog_registry.ipynb #b570297e
 def plan_markdown(plan:AnalysisPlan) -> str:
-    "The plan in words, for a page: the rule, what stands beside it, and the family, one line per claim column."
+    "The plan in words, for a page: its status, the rule, what stands beside it, and the family, one line per column."
     exps = {name: get_experiment(name) for name in dict.fromkeys(f[0] for f in plan.family)}
-    claim = lambda n, b, w: next(c.claim for c in exps[n].contrasts if (c.better, c.worse) == (b, w))
-    lines = [f"**Rule** (level {plan.alpha:g} for the family of {len(plan.family)}): {plan.rule}. "
-             f"**Beside it:** {plan.beside}.", "", "| experiment | claim | better − worse | column |", "|---|---|---|---|"]
-    return "\n".join(lines + [f"| `{n}` | {claim(n, b, w)} | {b} − {w} | `{col}` |" for n, b, w, col in plan.family])
+    claim = lambda n, b, w, col: next(c.claim for c in exps[n].contrasts if (c.better, c.worse) == (b, w) and col in c.columns)
+    soi = lambda m: "–" if m not in plan.sesoi else f"{plan.sesoi[m]:+g}"
+    lines = [f"**{plan.name}** ({plan.status}{'; ' + plan.note if plan.note else ''}). **Rule** (level {plan.alpha:g} for the family of {len(plan.family)}): "
+             f"{plan.rule}. **Beside it:** {plan.beside}.", "",
+             "| experiment | claim | better − worse | column | smallest effect of interest | storage step |",
+             "|---|---|---|---|---:|---:|"]
+    return "\n".join(lines + [f"| `{n}` | {claim(n, b, w, col)} | {b} − {w} | `{col}` | {soi((n, b, w, col))} | "
+                              f"{plan.resolution.get(col, 0.0):g} |" for n, b, w, col in plan.family])

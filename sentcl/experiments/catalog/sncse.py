@@ -110,6 +110,9 @@ SNCSE_FIGURES = (
                STS, protocol="sncse",
                contrasts=(Contrast("sncse", "sncse-lam0", ("soft_negative_peak",),
                                    "BML moves the similarity of a sentence and its negation down"),
+                          Contrast("sncse", "sncse-lam0", ("negation_separation",),
+                                   "BML moves a sentence's negation further below its positive view (-Δ, Eq. 4, "
+                                   "averaged over a fixed sample of negations: the mechanism on a continuous measure)"),
                           Contrast("sncse", "sncse-lam0", ("negation_in_margin",),
                                    "with BML more sentences have their negation inside the margin the loss asks for "
                                    "(share with -β ≤ Δ ≤ -α)"),
