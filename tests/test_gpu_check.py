@@ -112,7 +112,7 @@ def test_the_staged_command_runs_on_a_cpu_and_returns_results_only(tmp_path):
         run = subprocess.run(["bash", "-c", command.replace("python3", sys.executable, 1)
                               + " --cpu-smoke --only sncse-table2 --negations staged"],
                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
-        assert run.returncode == 0, run.stderr[-2000:]
+        assert run.returncode == 0, (run.stdout[-3000:], run.stderr[-1000:])
     finally: shutil.rmtree(stage, ignore_errors=True)
     out = tmp_path/"out"
     result, pre = json.loads((out/"gpu_check.json").read_text()), json.loads((out/"preflight.json").read_text())

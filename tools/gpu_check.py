@@ -376,7 +376,8 @@ def parse(argv) -> argparse.Namespace:
     ap.add_argument("--warmup", type=int, default=3, help="steps before the timed ones (kernels, compilation, workers)")
     ap.add_argument("--precisions", default="bf16,fp32", help="the first gets every variant, the others the default")
     ap.add_argument("--budget", type=float, default=330, help="seconds: no training starts after this many")
-    ap.add_argument("--training-timeout", type=float, default=150, help="seconds: a training running longer stops")
+    ap.add_argument("--training-timeout", type=float, default=None, help="seconds: a training running longer stops "
+                    "(default 150; none with --cpu-smoke, whose CPU may be shared)")
     ap.add_argument("--profile-steps", type=int, default=3, help="steps of the first training profiled after its window")
     ap.add_argument("--workers", type=int, default=None, help="DataLoader workers (default: sentcl's for the device)")
     ap.add_argument("--tokenizer", type=Path, default=None, help="a tokenizer folder (default: --stage-dir's, else the "
@@ -394,6 +395,7 @@ def parse(argv) -> argparse.Namespace:
     if args.cpu_smoke:
         args.layers, args.batch_cap, args.steps, args.warmup = args.layers or 1, args.batch_cap or 4, 2, 1
         args.precisions, args.budget, args.profile_steps = "fp32", float("inf"), min(args.profile_steps, 1)
+    elif args.training_timeout is None: args.training_timeout = 150
     if args.stage_dir is not None:
         if not (args.stage_dir/"stage.json").is_file():
             sys.exit(f"gpu_check.py: {args.stage_dir} is not a staged folder (no stage.json); make it with --stage")
@@ -438,7 +440,7 @@ def check(args) -> int:
             if not args.only or t[0] in args.only.split(",")]
     gpu, rows, start = (torch.cuda.get_device_name() if cuda else "cpu"), [], time.time()
     print(f"{gpu}, torch {torch.__version__}, transformers {facts['transformers']}; {len(todo)} trainings planned, "
-          f"budget {args.budget:g} s, {args.training_timeout:g} s each at most; SNCSE's negations: {negations or 'none'}"
+          f"budget {args.budget:g} s, {args.training_timeout or float('inf'):g} s each at most; SNCSE's negations: {negations or 'none'}"
           + ("" if facts["compile"] else "; no compiled variant (no C compiler or triton)"), flush=True)
     profile = args.profile_steps
     for exp, arm, precision, variant in todo:
