@@ -12,7 +12,7 @@ PYTEST_RUN := $(BIN)/python -m pytest -q -o tmp_path_retention_policy=failed
 PYTEST := $(PYTEST_RUN) tests
 TEST_DISK_GB ?= 4
 
-.PHONY: demo lab test test-isa test-lowest nbtest pytest export clean-nbs venv install dev readme bench bench-eval bench-train bench-step docs browser
+.PHONY: demo lab test test-isa test-lowest nbtest pytest export clean-nbs venv install dev readme bench bench-eval bench-train bench-step gpu-stage docs browser
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -107,9 +107,16 @@ bench-train: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/bench_train.py
 
 # the training step on a CPU, per method: batches inline against in DataLoader workers, syncs per step, the share of
-# the step outside the model; ratios against a peer in the same process (a few minutes on two idle cores)
+# the step outside the model; ratios against a peer in the same process (a few minutes on two idle cores). On a CUDA
+# machine: each method's ms per step, share of the GPU's peak and the time the step waited for its batch
 bench-step: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/bench_step.py $(BENCH_STEP_ARGS)
+
+# what a bare GPU machine lacks for tools/gpu_check.py (data, tokenizer, pure-Python packages, SNCSE's negations), in
+# runs/gpu-stage; prints the device tool's command and the folder to carry. GPU_DATA: a data folder in sentcl's layout.
+GPU_DATA ?= $(or $(SENTCL_DATA),sentcl/samples)
+gpu-stage: $(VENV)/.installed
+	$(BIN)/python tools/gpu_check.py --stage runs/gpu-stage --data-dir $(GPU_DATA)
 
 # The docs site, offline: nbdev-processed notebooks -> Markdown -> mkdocs-material -> _site/
 # (tools/docs_build.py; KaTeX comes from the npm registry once). tests/test_docs.py then opens every

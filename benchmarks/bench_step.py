@@ -26,6 +26,17 @@ OpenMP threads that spin waiting for each other made the tiny model's step 14 ti
 
 `make bench-step` runs it. It prints ratios, which are what carries from machine to machine; the seconds it also
 prints are this machine's, at the moment it ran.
+
+On a CUDA machine (or with `--device cuda`) it times the step on the GPU instead, method by method: sentcl's `train` on
+`--model` (default: the offline `default` model; `tiny` says nothing on a GPU) at `--batch-size` and `--precision`,
+batches from DataLoader workers (sentcl's choice for the device); the GPU is synchronised once before the first timed
+step and once after the last (the pace includes waiting for batches and the log reads, nothing else waits). Printed
+per method: ms per step, the step's FLOPs (counted once with `torch.utils.flop_counter.FlopCounterMode`, forward and
+backward, the step before the timed ones), its share of the GPU's dense peak at that precision
+(`sentcl.experiments.costs.GPU_PEAKS`; '-' for a device it does not list), and the median time the main process
+waited between two steps for its batch. `--device cpu` runs the same measurement on a CPU (its test).
+
+    python benchmarks/bench_step.py --device cuda [--model default] [--batch-size 64] [--precision bf16]
 """
 from __future__ import annotations
 
@@ -159,6 +170,53 @@ def table(rows:list, args) -> str:
     return "\n".join(lines)
 
 
+def device_step(method:str, args, out:Path) -> dict:
+    "On the training device: ms per step over a window synchronised at its ends, a step's FLOPs, the batch wait."
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+    from sentcl.train.trainer import RunOptions, Trainer, train
+    cuda = torch.cuda.is_available() and args.device == "cuda"
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
+    rec, step = {"n": 0, "t0": None, "t1": None, "waits": [], "end": None, "flops": None}, Trainer.train_step
+    def timed(self, batch):
+        start = time.perf_counter()
+        if rec["end"] is not None and rec["n"] >= args.skip: rec["waits"].append(start - rec["end"])
+        if rec["n"] == args.skip - 1:  # the step before the window: counted, not timed (the counter slows it)
+            with FlopCounterMode(display=False) as flops: result = step(self, batch)
+            rec["flops"] = flops.get_total_flops()
+        else: result = step(self, batch)
+        rec["n"] += 1
+        if rec["n"] == args.skip: sync(); rec["t0"] = time.perf_counter()
+        if rec["n"] == args.steps: sync(); rec["t1"] = time.perf_counter()
+        rec["end"] = time.perf_counter()
+        return result
+    over = {**overrides(method, args), "model": args.model}
+    options = RunOptions(out=str(out), preset="cpu-smoke", max_steps=args.steps, progress=False, precision=args.precision)
+    Trainer.train_step = timed
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            train(method, over, options)
+    finally: Trainer.train_step = step
+    seconds = (rec["t1"] - rec["t0"]) / (args.steps - args.skip)
+    return {"method": METHODS[method], "key": method, "ms per step": 1e3 * seconds, "flops": rec["flops"],
+            "batch wait ms": 1e3 * statistics.median(rec["waits"]) if rec["waits"] else None}
+
+
+def device_table(rows:list, device:str, precision:str) -> str:
+    "The GPU table: ms per step, TFLOP per step, share of the device's peak, batch wait."
+    from sentcl.experiments.costs import gpu_peaks
+    peaks = gpu_peaks(device)
+    peak = peaks[1].get(precision) if peaks else None
+    head = ["method", "ms per step", "TFLOP per step", f"share of {peaks[0] if peaks else device} {precision} peak",
+            "batch wait ms"]
+    fmt = lambda r: [r["method"], f"{r['ms per step']:.1f}", f"{r['flops'] / 1e12:.3f}",
+                     f"{r['flops'] / (r['ms per step'] / 1e3) / peak:.1%}" if peak else "-",
+                     "-" if r["batch wait ms"] is None else f"{r['batch wait ms']:.2f}"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + ["| " + " | ".join(fmt(r)) + " |" for r in rows]
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=14, help="steps per training (the first --skip not timed)")
@@ -171,12 +229,28 @@ def main(argv=None) -> int:
     ap.add_argument("--batch-size", type=int, default=32, help="batch of the sentence methods (DeCLUTR: the preset's)")
     ap.add_argument("--only", default=None, help="comma-separated method keys: " + ", ".join(METHODS))
     ap.add_argument("--json", type=Path, default=None, help="also write the rows here")
+    ap.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
+                    help="cuda: time the step on the GPU (auto: where one is); cpu with --model: the same on a CPU")
+    ap.add_argument("--model", default=None, help="with --device: the model (default: 'default', the offline MiniLM)")
+    ap.add_argument("--precision", default="bf16", help="with --device cuda: fp32, bf16 or fp16")
     args = ap.parse_args(argv)
     only = args.only.split(",") if args.only else list(METHODS)
     unknown = sorted(set(only) - set(METHODS))
     if unknown: sys.exit(f"bench_step.py: unknown method(s) {unknown} in --only; choose from {', '.join(METHODS)}")
     if args.steps <= args.skip + 1: sys.exit(f"bench_step.py: --steps must be more than --skip + 1 ({args.skip + 1})")
     import torch
+    if args.device == "auto": args.device = "cuda" if torch.cuda.is_available() else None
+    if args.device == "cuda" and not torch.cuda.is_available(): sys.exit("bench_step.py: --device cuda, but no CUDA here")
+    if args.device:  # the step on the device, timed there
+        args.model, args.precision = args.model or "default", args.precision if args.device == "cuda" else "fp32"
+        name = torch.cuda.get_device_name() if args.device == "cuda" else "cpu"
+        print(f"{name}, torch {torch.__version__}; {args.model} at batch {args.batch_size} (DeCLUTR: the preset's), "
+              f"{args.precision}, {args.steps} steps, the last {args.steps - args.skip} timed", flush=True)
+        with tempfile.TemporaryDirectory(prefix="bench-step-") as tmp:
+            rows = [device_step(m, args, Path(tmp)/m) for m in only]
+        print("\n" + device_table(rows, name, args.precision))
+        if args.json: args.json.write_text(json.dumps(rows, indent=1))
+        return 0
     torch.set_num_threads(args.threads)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} cores; cpu-smoke preset "
           f"(tiny model, bundled samples), batch {args.batch_size} (DeCLUTR: the preset's), {args.steps} steps x "

@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from .core import SentclError, quiet_transformers
-from .encoders import EncoderSettings, _special_wrap, _split_template
+from .encoders import EncoderSettings, special_wrap, split_template
 
 # %% auto #0
 __all__ = ['BATCH_DEPENDENT', 'padded_length', 'token_rows', 'pad_rows', 'interleave', 'group_features', 'to_device',
@@ -33,9 +33,9 @@ def padded_length(longest:int, # the group's longest row, in tokens
 @functools.lru_cache(maxsize=64)
 def _wrap(tokenizer, template:str|None, max_length:int) -> tuple[list[int], list[int], int]:
     "The ids before and after a sentence's own tokens under `template` (or none), and the room left for them."
-    head, tail = _special_wrap(tokenizer)
+    head, tail = special_wrap(tokenizer)
     if template is not None:
-        prefix, suffix = (t.replace("[MASK]", tokenizer.mask_token) for t in _split_template(template))
+        prefix, suffix = (t.replace("[MASK]", tokenizer.mask_token) for t in split_template(template))
         pre = tokenizer(prefix.rstrip(), add_special_tokens=False)["input_ids"] if prefix.strip() else []
         suf = tokenizer(suffix.lstrip(), add_special_tokens=False)["input_ids"] if suffix.strip() else []
         head, tail = head + pre, suf + tail

@@ -15,22 +15,21 @@ from pathlib import Path
 
 import numpy as np
 
-from .core import SentclError, atomic_write, read_jsonl, warn, write_json
+from .core import SentclError, atomic_write, warn, write_json
 from .experiments.parameters import DEFAULT_PRESET, batch_parameters, typed_parameter
 from .encoders import POOLINGS, SentenceEncoder
 from .precision import PRECISIONS
+from .train.presets import ALL_PRESETS
 
 # %% auto #0
-__all__ = ['CONFIG_FLAGS', 'DOCTOR_PAPERS', 'DEMO_TASKS', 'STSB', 'ACC', 'NMI', 'EXPERIMENT_PRESET_NAMES',
-           'EXPERIMENT_PARAMETERS', 'OneLineParser', 'at_least', 'check_output_file', 'add_encode_arguments',
-           'read_sentences', 'run_encode', 'parse_sets', 'add_train_setup_arguments', 'add_train_loop_arguments',
-           'add_train_arguments', 'train_request', 'run_folder_lock', 'run_train', 'add_eval_input_arguments',
-           'add_eval_vector_arguments', 'add_eval_scoring_arguments', 'add_eval_arguments', 'run_eval',
-           'add_doctor_arguments', 'run_doctor', 'add_demo_arguments', 'loss_curve', 'change_intervals',
-           'before_after_table', 'demo_verdict', 'run_demo', 'parse_parameters', 'add_experiment_selection',
-           'add_batch_arguments', 'add_execution_arguments', 'add_experiments_arguments', 'wide_tables',
-           'compare_batches', 'print_dry_run', 'batch_outcome', 'run_experiment_batch', 'run_experiments',
-           'build_parser', 'main']
+__all__ = ['CONFIG_FLAGS', 'DOCTOR_PAPERS', 'EXPERIMENT_PARAMETERS', 'OneLineParser', 'at_least', 'check_output_file',
+           'add_encode_arguments', 'read_sentences', 'run_encode', 'parse_sets', 'add_train_setup_arguments',
+           'add_train_loop_arguments', 'add_train_arguments', 'train_request', 'run_folder_lock', 'run_train',
+           'add_eval_input_arguments', 'add_eval_vector_arguments', 'add_eval_scoring_arguments', 'add_eval_arguments',
+           'run_eval', 'add_doctor_arguments', 'run_doctor', 'add_demo_arguments', 'run_demo', 'parse_parameters',
+           'add_experiment_selection', 'add_batch_arguments', 'add_execution_arguments', 'add_experiments_arguments',
+           'wide_tables', 'compare_batches', 'print_dry_run', 'batch_outcome', 'run_experiment_batch',
+           'run_experiments', 'build_parser', 'main']
 
 # %% ../nbs/90_cli.ipynb #5beefe6b
 class OneLineParser(argparse.ArgumentParser):
@@ -116,7 +115,6 @@ def parse_sets(items:list[str]) -> dict:
 # %% ../nbs/90_cli.ipynb #cc6e8a2a
 def add_train_setup_arguments(p:argparse.ArgumentParser):
     "What `sentcl train` trains and where: the method, its model and data, the preset and the run folder."
-    from sentcl.train.presets import PRESETS
     from sentcl.methods import METHODS
     p.add_argument("method", help="a method of sentcl.methods: " + ", ".join(sorted(METHODS)))
     p.add_argument("--model", default=None,
@@ -125,7 +123,7 @@ def add_train_setup_arguments(p:argparse.ArgumentParser):
     p.add_argument("--train-data", default=None,
                    help="a corpus name (in --data-dir), a file, or a hub id; default: the method's usual corpus")
     p.add_argument("--out", default=None, help="run folder (default runs/METHOD)")
-    p.add_argument("--preset", default="paper", choices=list(PRESETS))
+    p.add_argument("--preset", default="paper", choices=list(ALL_PRESETS))
     p.add_argument("--data-dir", default=None,
                    help="a data folder in sentcl's layout (default: the hub; cpu-smoke: bundled samples)")
 
@@ -189,7 +187,6 @@ def run_folder_lock(out):
 # %% ../nbs/90_cli.ipynb #709dad9c
 def run_train(args) -> int:
     "Train one method run under its folder's lock, or with --show-config print its resolved config and run options."
-    from sentcl.eval import sts_dev
     from sentcl.train.trainer import resolve, run_record, train
     method, overrides, options = train_request(args)
     config, resolved = resolve(method, overrides, options)
@@ -197,7 +194,7 @@ def run_train(args) -> int:
         print(json.dumps(run_record(method, config, resolved), indent=2, default=str))
         return 0
     with run_folder_lock(resolved.out):
-        summary = train(method, overrides, options, make_dev_eval=sts_dev, force=args.force)
+        summary = train(method, options=resolved, config=config, force=args.force)  # resolved once, above
     print(json.dumps(summary, indent=2))
     return 0
 
@@ -314,104 +311,13 @@ def add_demo_arguments(p:argparse.ArgumentParser):
     p.add_argument("--steps", type=at_least(1), default=40); p.add_argument("--no-progress", action="store_true")
     p.add_argument("--force", action="store_true", help="train again where --out holds a finished run")
 
-# %% ../nbs/90_cli.ipynb #a933d62c
-DEMO_TASKS = "stsb,wikitext_topics"
-STSB, ACC, NMI = "STS-B sample (Spearman)", "topics sample (ACC)", "topics sample (NMI)" # the demo's scores
-
-# %% ../nbs/90_cli.ipynb #2f85305c
-def _demo_scores(model) -> dict:
-    "The demo's three scores for `model` on the bundled samples, with what their noise is measured from."
-    from sentcl.data.layout import SAMPLES_DIR
-    from sentcl.data.tasks import load_sts
-    from sentcl.eval import evaluate, protocol_encoder
-    from sentcl.eval.common import as_encoder, cosine_rows, embed_unique
-    encoder = protocol_encoder(as_encoder(model), "senteval")
-    res = evaluate(encoder, DEMO_TASKS, data_dir=SAMPLES_DIR, cache=False)["tasks"]
-    df = load_sts(task="stsb", split="test", data_dir=SAMPLES_DIR)
-    emb, rows = embed_unique(encoder, list(df["sentence1"]) + list(df["sentence2"]), cache=False)
-    topics = res["wikitext_topics"]
-    return {STSB: res["stsb"]["spearman"], ACC: topics["acc_mean"], NMI: topics["nmi_mean"],
-            "similarity": cosine_rows(emb[rows[:len(df)]], emb[rows[len(df):]]), "gold": df["score"].to_numpy(),
-            "acc": topics["acc"], "nmi": topics["nmi"]}  # per STS-B pair; per KMeans seed
-
-# %% ../nbs/90_cli.ipynb #b9ff4608
-def loss_curve(metrics_path, path=None):
-    "Plot the training loss (and its terms) from a run's metrics.jsonl; saved as PNG and SVG when `path` is given."
-    import pandas as pd
-    from sentcl.eval.plots import new_figure, plot_style, save_figure
-    df = pd.DataFrame([r for r in read_jsonl(metrics_path, warn) if "loss" in r])
-    with plot_style():
-        fig, axes = new_figure()
-        ax = axes[0, 0]
-        for col in [c for c in df.columns if c not in ("step", "epoch", "lr", "sentences_per_s")]:
-            ax.plot(df["step"], df[col], label=col, lw=1.8 if col == "loss" else 1)
-        ax.set(xlabel="step", ylabel="loss", title="training loss"); ax.legend()
-        if path: save_figure(fig, path)
-    return fig
-
-# %% ../nbs/90_cli.ipynb #86fb5c4b
-def change_intervals(before:dict, after:dict, # `_demo_scores` of the model before and after training
-                     boots:int=1000, # bootstrap resamples of the STS-B pairs
-                     seed:int=0, # of the resampling
-                    ) -> dict[str, tuple[float, float]]:
-    "95% intervals of each score's change: STS-B pairs resampled (paired bootstrap), topics over KMeans seeds (t)."
-    from scipy.stats import spearmanr, t
-    gold, b, a = before["gold"], before["similarity"], after["similarity"]
-    idx = np.random.default_rng(seed).integers(0, len(gold), (boots, len(gold)))             # (boots, pairs)
-    d = [100 * (spearmanr(a[i], gold[i]).statistic - spearmanr(b[i], gold[i]).statistic) for i in idx]
-    out = {STSB: tuple(float(x) for x in np.percentile(d, [2.5, 97.5]))}
-    for name, key in ((ACC, "acc"), (NMI, "nmi")):
-        diff = np.subtract(after[key], before[key])                                              # (seeds,)
-        half = t.ppf(0.975, len(diff) - 1) * diff.std(ddof=1) / np.sqrt(len(diff)) if len(diff) > 1 else 0.0
-        out[name] = (float(diff.mean() - half), float(diff.mean() + half))
-    return out
-
-# %% ../nbs/90_cli.ipynb #f6429dd5
-def before_after_table(before:dict, # score name -> value before training
-                       after:dict, # the same names after training
-                       intervals:dict, # score name -> 95% interval of its change (`change_intervals`)
-                      ) -> str:
-    "The demo's table: each score before and after training, the change, and the change's 95% interval."
-    rows = [f"{'':26s}{'before':>8s}{'after':>8s}{'change':>8s}   95% interval of the change"]
-    for k, (lo, hi) in intervals.items():
-        rows.append(f"{k:26s}{before[k]:8.2f}{after[k]:8.2f}{after[k] - before[k]:+8.2f}   [{lo:+.2f}, {hi:+.2f}]")
-    return "\n".join(rows)
-
-# %% ../nbs/90_cli.ipynb #3e1168d6
-def demo_verdict(intervals:dict, # score name -> 95% interval of its change
-                 model:str, # the model the demo started from
-                ) -> str:
-    "One line on what the change means: which scores moved beyond their noise, and why a strong start does not."
-    moved = [f"{k} {'up' if lo > 0 else 'down'}" for k, (lo, hi) in intervals.items() if lo > 0 or hi < 0]
-    if moved: return f"Beyond the samples' noise: {', '.join(moved)}; everything else is within it."
-    why = ("'default' (all-MiniLM-L6-v2) was already trained contrastively on about a billion sentence pairs, SNLI "
-           "among them, so a few dozen steps on the bundled sample cannot add to it; the papers start from BERT-base "
-           "(their claims: `sentcl experiments list`)") if model == "default" else "train longer or on more data"
-    return f"No score moved beyond the samples' noise (every interval holds 0): {why}."
-
 # %% ../nbs/90_cli.ipynb #dfa4c7a3
 def run_demo(args) -> int:
-    "Train PairSupCon briefly from `default` on the bundled samples; print the before/after table and its verdict."
-    from sentcl.train.trainer import RunOptions, check_run_folder, train
-    out = Path(args.out)
-    check_run_folder(out, resume=False, force=args.force)  # before the first evaluation
-    before = _demo_scores(args.model)
-    options = RunOptions(preset="cpu-smoke", out=str(out), max_steps=args.steps, progress=not args.no_progress)
-    summary = train("pairsupcon", {"model": args.model}, options)
-    after = _demo_scores(out/"model")
-    fig = loss_curve(out/"metrics.jsonl", out/"loss_curve.png")
-    intervals = change_intervals(before, after)
-    table, verdict = before_after_table(before, after, intervals), demo_verdict(intervals, args.model)
-    with atomic_write(out/"before_after.txt") as f: f.write(table + "\n\n" + verdict + "\n")
-    print(f"\nPairSupCon, cpu-smoke preset, {summary['step']} steps from {args.model!r} "
-          f"on the bundled SNLI sample ({summary['seconds']} s)\n")
-    print(table); print(f"\n{verdict}")
-    print(f"\nmodel: {out/'model'}\nmetrics: {out/'metrics.jsonl'}\nloss curve: {out/'loss_curve.png'}")
-    return 0
+    "`sentcl demo`: `sentcl.experiments.demo.demo` with the command line's options."
+    from sentcl.experiments.demo import demo
+    return demo(args.model, args.out, args.steps, progress=not args.no_progress, force=args.force)
 
 # %% ../nbs/90_cli.ipynb #7e55a1f7
-# sentcl.train.presets.ALL_PRESETS, not imported when the CLI starts (45_train_presets tests that they agree)
-EXPERIMENT_PRESET_NAMES = ("paper", "cpu", "cpu-smoke")
 EXPERIMENT_PARAMETERS = tuple(batch_parameters())  # sentcl.experiments.parameters: the notebooks' own, less the flags below
 
 # %% ../nbs/90_cli.ipynb #9d304e38
@@ -440,7 +346,7 @@ def add_experiment_selection(p:argparse.ArgumentParser):
 # %% ../nbs/90_cli.ipynb #a271efe3
 def add_batch_arguments(run:argparse.ArgumentParser):
     "What a batch of `sentcl experiments run` runs: preset, data, output folder and notebook parameters."
-    run.add_argument("--preset", default=DEFAULT_PRESET, choices=EXPERIMENT_PRESET_NAMES,
+    run.add_argument("--preset", default=DEFAULT_PRESET, choices=ALL_PRESETS,
                      help="paper (GPU, hub data), cpu (the small study here), cpu-smoke (pipeline check)")
     run.add_argument("--data-dir", default=None, help="a data folder in sentcl's layout (the cpu preset needs one)")
     run.add_argument("--out", default="runs/experiments", help="batch folder: one sub-folder per experiment")
@@ -529,7 +435,7 @@ def run_experiment_batch(args) -> int:
     "`sentcl experiments run`: the batch, or with --dry-run its plan; the exit status is the number of failures."
     from sentcl.experiments import runner
     from sentcl.experiments.costs import parse_gpu
-    from sentcl.experiments.plan import resolve_preset
+    from sentcl.experiments.presets import resolve_preset
     from sentcl.launch.batch import job_state
     from sentcl.launch.cli import batch_scheduler, cluster_overrides, run_job_plan
     params = parse_parameters(args.params, args.rehearse)

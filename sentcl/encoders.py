@@ -32,9 +32,9 @@ from .core import SentclError, default, exists, package_versions, quiet_transfor
 from .precision import autocast_context
 
 # %% auto #0
-__all__ = ['POOLINGS', 'BATCH_DEPENDENT_POOLINGS', 'DEFAULT_NAME', 'TINY_NAME', 'pool', 'tokenize_with_template',
-           'EncoderSettings', 'default_model_path', 'tiny_model', 'read_st_folder', 'SentenceEncoder', 'model_inputs',
-           'attention_bias']
+__all__ = ['POOLINGS', 'BATCH_DEPENDENT_POOLINGS', 'DEFAULT_NAME', 'TINY_NAME', 'pool', 'split_template', 'special_wrap',
+           'tokenize_with_template', 'EncoderSettings', 'default_model_path', 'tiny_model', 'read_st_folder',
+           'SentenceEncoder', 'model_inputs', 'attention_bias']
 
 # %% ../nbs/20_encoders.ipynb #a6906e7e
 POOLINGS = ("mean", "cls", "cls_before_pooler", "mask", "mean_no_cls", "mean_no_cls_padded")
@@ -95,7 +95,7 @@ def pool(
     raise ValueError(f"unknown pooling {mode!r}; choose one of {', '.join(POOLINGS)}")
 
 # %% ../nbs/20_encoders.ipynb #fcd3019d
-def _split_template(template:str) -> tuple[str, str]:
+def split_template(template:str) -> tuple[str, str]:
     if template.count("{sentence}") != 1:
         raise ValueError(f"a prompt template needs exactly one '{{sentence}}' slot; got {template!r}")
     if template.count("[MASK]") != 1:
@@ -103,7 +103,7 @@ def _split_template(template:str) -> tuple[str, str]:
     return tuple(template.split("{sentence}"))
 
 # %% ../nbs/20_encoders.ipynb #3437daa8
-def _special_wrap(tokenizer) -> tuple[list[int], list[int]]:
+def special_wrap(tokenizer) -> tuple[list[int], list[int]]:
     "The special tokens a tokenizer puts before and after one sequence, e.g. ([CLS], [SEP])."
     inner = tokenizer("a", add_special_tokens=False)["input_ids"]
     full = tokenizer("a")["input_ids"]
@@ -118,10 +118,10 @@ def tokenize_with_template(
     max_length:int, # total length including special tokens
 ) -> list[dict]:
     "Token ids of each sentence inside `template`, truncating only the sentence part."
-    prefix, suffix = (t.replace("[MASK]", tokenizer.mask_token) for t in _split_template(template))
+    prefix, suffix = (t.replace("[MASK]", tokenizer.mask_token) for t in split_template(template))
     pre = tokenizer(prefix.rstrip(), add_special_tokens=False)["input_ids"] if prefix.strip() else []
     suf = tokenizer(suffix.lstrip(), add_special_tokens=False)["input_ids"] if suffix.strip() else []
-    head, tail = _special_wrap(tokenizer)
+    head, tail = special_wrap(tokenizer)
     room = max_length - len(pre) - len(suf) - len(head) - len(tail)
     if room < 1: raise ValueError(f"template {template!r} leaves no room for the sentence at max_length={max_length}")
     out, types = [], "token_type_ids" in tokenizer.model_input_names
@@ -140,7 +140,7 @@ def _check_settings(pooling:str, template:str|None, max_length) -> None:
         if template is None:
             raise ValueError("pooling 'mask' needs a template with '{sentence}' and one [MASK], "
                              "e.g. 'This sentence : \"{sentence}\" means [MASK] .'")
-        _split_template(template)
+        split_template(template)
     elif template is not None:
         raise ValueError(f"a prompt template is read by 'mask' pooling only, not {pooling!r}; "
                          "drop the template or use pooling='mask'")

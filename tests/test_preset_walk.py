@@ -5,24 +5,27 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]/"tools"))
 import preset_walk  # noqa: E402
 
-from sentcl.experiments.plan import resolve_preset
-from sentcl.train.presets import get_preset
+from sentcl.experiments.presets import get_preset, resolve_preset
+from sentcl.train.presets import training_preset
 
 
 def test_the_recorder_sees_a_preset_by_name_or_object_and_its_caller():
     calls = []
     sys.setprofile(preset_walk.recorder(calls))
     try:
-        resolve_preset("cpu")  # plan -> presets.get_preset: a climb into the training layer
+        resolve_preset("cpu")  # presets.resolve_preset -> get_preset, within the experiments layer
         resolve_preset(get_preset("paper"))  # a Preset as it is: no further call
         get_preset("cpu").seeds_for("liao-table2")  # a method of the Preset: self is the preset
+        training_preset("cpu").overrides_for("sbert")  # a training preset: a preset too
     finally: sys.setprofile(None)
-    assert calls == [(None, "sentcl.experiments.plan", "resolve_preset"),
-                     ("sentcl.experiments.plan", "sentcl.train.presets", "get_preset"),
-                     (None, "sentcl.train.presets", "get_preset"),
-                     (None, "sentcl.experiments.plan", "resolve_preset"),
-                     (None, "sentcl.train.presets", "get_preset"),
-                     (None, "sentcl.train.presets", "seeds_for")]
+    assert calls == [(None, "sentcl.experiments.presets", "resolve_preset"),
+                     ("sentcl.experiments.presets", "sentcl.experiments.presets", "get_preset"),
+                     (None, "sentcl.experiments.presets", "get_preset"),
+                     (None, "sentcl.experiments.presets", "resolve_preset"),
+                     (None, "sentcl.experiments.presets", "get_preset"),
+                     (None, "sentcl.experiments.presets", "seeds_for"),
+                     (None, "sentcl.train.presets", "training_preset"),
+                     (None, "sentcl.train.presets", "overrides_for")]
 
 
 def test_a_device_named_cpu_is_not_a_preset():

@@ -3,7 +3,7 @@
 `sentcl experiments run liao-table2 --preset cpu-smoke -p arms=["ce"] -p steps=1` is run through `sentcl.cli.main`, its
 notebook (papermill, a subprocess) replaced by what the notebook does, here: open the session on the batch's plan and
 run it, which trains the one planned run. Under `sys.setprofile` every call of a sentcl function given a preset (an
-argument that is a `Preset`, or a key of `PRESETS` given to a parameter
+argument that is a `Preset` or a `TrainingPreset`, or a preset's name given to a parameter
 named `name` or for a preset, so that "cpu" given as a device is not one) is recorded with the sentcl module that called
 it. Printed: the calls in order, the distinct modules entered, and the climbs back: calls into a module of a higher
 layer (a lower index in tests/test_layers.py's LAYERS) than the caller's, counted per call and as distinct edges.
@@ -43,9 +43,11 @@ def _sentcl_module(frame) -> str|None:
 
 def recorder(calls:list):
     "A profile function appending (caller module, module, function) for each sentcl call given a preset."
-    from sentcl.train.presets import PRESETS, Preset
+    from sentcl.experiments.presets import Preset
+    from sentcl.train.presets import ALL_PRESETS, TrainingPreset
     def is_preset(k, v):  # a name counts where it is passed as a preset or a name (`get_preset`), not "cpu" as a device
-        return isinstance(v, Preset) or (isinstance(v, str) and v in PRESETS and ("preset" in str(k) or k == "name"))
+        return (isinstance(v, (Preset, TrainingPreset))  # an experiment's preset, or the training preset it holds
+                or (isinstance(v, str) and v in ALL_PRESETS and ("preset" in str(k) or k == "name")))
     def profile(frame, event, arg):
         if event != "call" or (mod := _sentcl_module(frame)) is None: return
         try: given = any(is_preset(k, v) for k, v in _arguments(frame))
@@ -57,7 +59,7 @@ def recorder(calls:list):
     return profile
 
 
-def in_process_notebook(name, preset, out, parameters, notebooks=None, env=None) -> dict:
+def in_process_notebook(name, preset, out, parameters, notebooks=None, env=None, started=None) -> dict:
     "What `runner.run_one` has papermill do, here: the notebook's session on the batch's plan, run."
     from sentcl.experiments import runner
     from sentcl.experiments.catalog.registry import get_experiment

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def committed_results(folders=None) -> list[Path]:
     "Every `<folder>/<experiment>/results.json` under the given folders (default: results/*)."
-    folders = [Path(f) for f in folders] if folders else sorted(p for p in (ROOT / "results").iterdir() if p.is_dir())
+    folders = [Path(f).resolve() for f in folders] if folders else sorted(p for p in (ROOT / "results").iterdir() if p.is_dir())
     return sorted(p for f in folders for p in f.glob("*/results.json"))
 
 

@@ -78,8 +78,8 @@ def arm_classes(preset:str="paper") -> list[dict]:
 def _view_kwargs(method:str, overrides:dict) -> dict:
     "An arm's `view_kwargs` laid over the cpu-smoke preset's (its short documents need its short spans)."
     if "view_kwargs" not in overrides: return overrides
-    from sentcl.train.presets import get_preset
-    base = get_preset("cpu-smoke").overrides_for(method).get("view_kwargs", {})
+    from sentcl.train.presets import training_preset
+    base = training_preset("cpu-smoke").overrides_for(method).get("view_kwargs", {})
     return {**overrides, "view_kwargs": {**base, **overrides["view_kwargs"]}}
 
 

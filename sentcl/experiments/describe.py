@@ -14,7 +14,8 @@ from .plan import plan_runs
 from .results import measured_value
 from .spec import Experiment, published
 from ..methods import get_method
-from ..train.presets import ALL_PRESETS, Preset, get_preset
+from .presets import Preset, get_preset
+from ..train.presets import ALL_PRESETS
 from ..views import VIEWS
 
 
@@ -51,7 +52,7 @@ def _plan_facts(exp:Experiment, p:Preset) -> dict:
             "tasks": by_kind, "stand_ins": _stand_ins(exp, p, tasks)}
 
 # %% ../../nbs/76_experiments_describe.ipynb #0b94770d
-def preset_facts(preset:str, # a key of `sentcl.train.presets.PRESETS`
+def preset_facts(preset:str, # a key of `sentcl.experiments.presets.PRESETS`
                  experiment:str|None=None, # an experiment: add what its runs under `preset` are
                 ) -> dict:
     "What `preset` sets, as data (its `Preset` fields); with `experiment`, also its planned runs."
@@ -121,7 +122,7 @@ def _arm_words(f:dict) -> str:
     return f"{head}: {count}, {_n(f['trainings'], 'training')}{shared}"
 
 # %% ../../nbs/76_experiments_describe.ipynb #7575683c
-def preset_summary(preset:str, # a key of `sentcl.train.presets.PRESETS`
+def preset_summary(preset:str, # a key of `sentcl.experiments.presets.PRESETS`
                    experiment:str|None=None, # an experiment: say what its runs are under `preset`
                   ) -> str:
     "One sentence on what `preset` sets, and with `experiment` what its runs are: rendered, never typed."

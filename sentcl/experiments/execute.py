@@ -27,7 +27,7 @@ from fastcore.basics import patch
 from ..train.cards import write_model_card
 from ..train.checkpoints import CHECKPOINT, PREVIOUS, load_checkpoint
 from ..core import SentclError, keep_damaged, read_json, sentcl_commit, write_json
-from ..eval import evaluate, sts_dev
+from ..eval import evaluate
 from .plan import Run
 from ..precision import resolve_precision
 from .catalog.registry import paper_tasks
@@ -250,7 +250,7 @@ def _resumable(folder:Path, log) -> bool:
 # %% ../../nbs/73_experiments_execute.ipynb #eb339bbe
 def _train(run:Run, options:RunOptions, processes:int, lock:TrainingLock) -> dict:
     "One call of `sentcl.train.trainer.train` for `run` under `lock`, in this process or over `processes` DDP processes."
-    if processes <= 1: return train(run.method, options=options, make_dev_eval=sts_dev, config=run.config)  # as planned
+    if processes <= 1: return train(run.method, options=options, config=run.config)  # as planned
     env = {**os.environ, LOCK_TOKEN: lock.token}  # its `sentcl train` finds the lock held for it
     proc = subprocess.Popen(torchrun_command(run.method, run.overrides, options, processes), env=env,
                             start_new_session=True)

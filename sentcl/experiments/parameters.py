@@ -16,7 +16,7 @@ __all__ = ['DEFAULT_PRESET', 'ExperimentParameters', 'parameter_names', 'batch_p
            'notebook_parameters', 'typed_parameter', 'parameters_cell']
 
 # %% ../../nbs/61_experiments_parameters.ipynb #d907b069
-# a key of `sentcl.train.presets.PRESETS`: the preset of a notebook, a plan and `sentcl experiments run` given none
+# a key of `sentcl.experiments.presets.PRESETS`: the preset of a notebook, a plan and `sentcl experiments run` given none
 # (written here, where the command line reads it without importing torch; `sentcl train` defaults to the paper's)
 DEFAULT_PRESET = "cpu-smoke"
 

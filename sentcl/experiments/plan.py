@@ -20,14 +20,14 @@ from .spec import Arm, Experiment
 from ..methods.base import MethodConfig
 from ..methods import get_method, method_config
 from .parameters import DEFAULT_PRESET
-from ..train.presets import Preset, get_preset
+from .presets import Preset, resolve_preset
 from .rehearsal import REHEARSAL_MINI_BATCH, REHEARSAL_STEPS, rehearsal_model_folder
 from ..train.trainer import RunOptions, checked_options, resolve_options
 from ..views import VIEWS
 
 # %% auto #0
-__all__ = ['PLAN_VERSION', 'run_key', 'Run', 'plan_row', 'resolve_preset', 'arm_overrides', 'training_key', 'rehearsal_run',
-           'plan_runs', 'plan_record', 'run_from_record', 'write_plan', 'check_plan', 'read_plan']
+__all__ = ['PLAN_VERSION', 'run_key', 'Run', 'plan_row', 'arm_overrides', 'training_key', 'rehearsal_run', 'plan_runs',
+           'plan_record', 'run_from_record', 'write_plan', 'check_plan', 'read_plan']
 
 # %% ../../nbs/72_experiments_plan.ipynb #ed31e1e7
 def run_key(arm:str, seed:int|None) -> str:
@@ -77,12 +77,6 @@ def plan_row(run:Run,
     "A run as one row of a plan or `--dry-run`: `run.describe()` (an untrained run's seed '-', not NaN), its cost."
     return {**run.describe(), "seed": "-" if run.seed is None else run.seed, **cost_columns(run, calibration, gpu)}
 
-# %% ../../nbs/72_experiments_plan.ipynb #bdfb9d33
-def resolve_preset(preset:str|Preset, # a key of `sentcl.train.presets.PRESETS`, or a preset resolved already
-                  ) -> Preset:
-    "The `Preset` called `preset`; a `Preset` as it is."
-    return preset if isinstance(preset, Preset) else get_preset(preset)
-
 # %% ../../nbs/72_experiments_plan.ipynb #64a9cc8d
 def _merge(base:dict, over:dict) -> dict:
     "`over` on top of `base`; dict values (view_kwargs) merged key by key."
@@ -95,7 +89,7 @@ def arm_overrides(arm:Arm, preset:Preset, model:str|None, batch_size:int|None) -
     "The method-config overrides of one arm under `preset`: training preset < arm < model and batch size (or cap)."
     own = dict(arm.overrides)
     if not preset.arm_models: own.pop("model", None)  # small presets train their own model on every arm
-    over = _merge(preset.overrides_for(arm.method), own)
+    over = _merge(preset.training.overrides_for(arm.method), own)
     if model is not None: over["model"] = model
     if batch_size is not None: over["batch_size"] = batch_size
     elif preset.batch_size is not None:  # the preset's is a cap: DeCLUTR's cpu-smoke batch is 2 documents, not 8
@@ -137,7 +131,7 @@ def _train_run(exp:Experiment, arm:Arm, preset:Preset, seed, folder:Path, store:
     options = RunOptions(out="", preset=preset.name, train_data=corpus, data_dir=data_dir,
                          max_steps=steps, precision=precision, save_every=preset.save_every, progress=False,
                          report_to=report_to)
-    config, options = method_config(arm.method, **over), resolve_options(arm.method, options, preset)
+    config, options = method_config(arm.method, **over), resolve_options(arm.method, options, preset.training)
     train_folder = store/f"{arm.method}-{training_key(arm.method, config, options)}"
     return Run(exp.name, arm.name, config.seed, arm.method, config.model, over, config,
                dataclasses.replace(options, out=str(train_folder)), exp.tasks[preset.name], config.eval_protocol,
@@ -173,7 +167,7 @@ def rehearsal_run(run:Run, root:Path,
 
 # %% ../../nbs/72_experiments_plan.ipynb #33690c40
 def plan_runs(exp:Experiment, # the experiment
-              preset:str|Preset=DEFAULT_PRESET, # a key of `sentcl.train.presets.PRESETS`, or the preset itself
+              preset:str|Preset=DEFAULT_PRESET, # a key of `sentcl.experiments.presets.PRESETS`, or the preset itself
               out:str|Path|None=None, # the experiment's output folder (default runs/experiments/<name>)
               store:str|Path|None=None, # shared training runs (default: `_train` beside `out`)
               model:str|None=None, data_dir:str|None=None, # None: the preset's

@@ -12,7 +12,8 @@ import pandas as pd
 
 from .catalog.registry import EXPERIMENTS
 from ..core import SentclError, atomic_write, inside_folder
-from .plan import plan_runs, resolve_preset
+from .plan import plan_runs
+from .presets import resolve_preset
 from .spec import column_headings, published
 from ..data.paper_numbers import PAPERS, load_published
 from .power import claim_verdict

@@ -16,7 +16,7 @@ from ..core import SentclError, default
 from ..core import read_json
 from .results import check_results, contrast_rows, measured_rows, seed_values, stand_ins_in
 from .spec import published
-from ..train.presets import get_preset
+from .presets import get_preset
 
 # %% auto #0
 __all__ = ['CACHED_SECONDS', 'refresh_derived', 'collect_results', 'collect_failures', 'stand_ins_used', 'compare_results',

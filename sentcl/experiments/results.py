@@ -15,7 +15,7 @@ from ..data.tasks import TRANSFER_SETS
 from ..eval import STS_SUBSET_TASKS
 from .spec import Experiment, published
 from .power import claim_verdict
-from ..train.presets import CPU_CLUSTERING_SETS, CPU_TRANSFER_SETS
+from .presets import CPU_CLUSTERING_SETS, CPU_TRANSFER_SETS
 
 # %% auto #0
 __all__ = ['RESULTS_VERSION', 'RESULTS_SCHEMA', 'measured_value', 'stand_ins_in', 'check_results', 'seed_values', 'measured_rows',

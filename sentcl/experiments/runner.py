@@ -28,12 +28,12 @@ from ..core import SentclError, atomic_write, check_shape, default, record_path,
 from .costs import GPU, Calibration, calibrate, load_gpu_check, plan_cost
 from .parameters import DEFAULT_PRESET, plan_arguments
 from ..core import read_json
-from .plan import Run, plan_row, plan_runs, read_plan, resolve_preset, run_from_record, run_key
+from .plan import Run, plan_row, plan_runs, read_plan, run_from_record, run_key
 from .plan import write_plan
 from .results import check_results
 from .execute import TrainingLock, _alive, _checked_holder, _process_started
 from .spec import published
-from ..train.presets import PRESETS, Preset
+from .presets import PRESETS, Preset, resolve_preset
 
 # %% auto #0
 __all__ = ['PLAN_FILE', 'BATCH_LOCK', 'WAIT_NOTE', 'select_experiments', 'list_experiments', 'gpu_check_run', 'paper_calibration',

@@ -18,7 +18,8 @@ from ..core import SentclError, default, git_commit, package_versions, write_jso
 from ..data.layout import with_data_folder
 from .execute import device_type, evaluated_as_planned, execute_run, select_device
 from ..core import read_json
-from .plan import Run, plan_row, plan_runs, read_plan, resolve_preset, run_key
+from .plan import Run, plan_row, plan_runs, read_plan, run_key
+from .presets import resolve_preset
 from .results import RESULTS_VERSION, check_results, contrast_rows, contrast_verdict, measured_rows, measured_value
 from .results import stand_ins_in
 from .spec import Experiment, column_headings, published

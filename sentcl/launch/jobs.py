@@ -89,7 +89,6 @@ class TrainingJob:
 
     def __call__(self) -> dict:
         "Train under the run folder's lock (`TrainingLock`), resuming from its checkpoint; a finished run is kept."
-        from sentcl.eval import sts_dev
         from sentcl.experiments.execute import TrainingLock
         from sentcl.train.trainer import finished_summary, train
         out = self.options.out
@@ -99,8 +98,7 @@ class TrainingJob:
                 return done
             if (step := checkpoint_step(out)) is not None:
                 print(f"sentcl: resuming {out} from its checkpoint (step {step})", flush=True)
-            return train(self.method, self.overrides, dataclasses.replace(self.options, resume=step is not None),
-                         make_dev_eval=sts_dev)
+            return train(self.method, self.overrides, dataclasses.replace(self.options, resume=step is not None))
 
 # %% ../../nbs/81_launch_jobs.ipynb #7106f425
 @patch

@@ -54,7 +54,7 @@ def parse_mem(text) -> float:
         raise ValueError(f"{text!r} is less than the {MIN_MEM_GB}G a sentcl job needs; ask for at least {MIN_MEM_GB}G")
     return gb
 
-# %% ../../nbs/80_launch_slurm.ipynb #a2396954
+# %% ../../nbs/80_launch_slurm.ipynb #0a09a20e
 @dataclass
 class ClusterOptions:
     "A batch's Slurm settings, the same for every job; each becomes one submitit parameter."
@@ -69,9 +69,10 @@ class ClusterOptions:
     setup:list = field(default_factory=list) # shell lines run before each job (file only)
     additional:dict = field(default_factory=dict) # other sbatch options, e.g. {"constraint": "a100"} (file only)
 
+# %% ../../nbs/80_launch_slurm.ipynb #c3ccb262
 SCALAR_OPTIONS = ("partition", "gpus_per_job", "cpus_per_job", "mem", "time", "account", "qos", "array_parallelism")
 
-# %% ../../nbs/80_launch_slurm.ipynb #85c97d4a
+# %% ../../nbs/80_launch_slurm.ipynb #8161fbec
 _EXAMPLES = {"partition": "gpu", "gpus_per_job": "1", "cpus_per_job": "8", "mem": "64G", "time": "24:00:00",
              "account": "mylab", "qos": "normal", "array_parallelism": "16", "setup": '["module load cuda"]',
              "additional": '{constraint = "a100"}'}
@@ -81,6 +82,7 @@ def _bad(name:str, value, where:str, what:str) -> SentclError:
     "The one-line error of a setting: where it came from, what it should be, an example."
     return SentclError(f"{where}: {value!r} is not {what}; e.g. {name} = {_EXAMPLES[name]}")
 
+# %% ../../nbs/80_launch_slurm.ipynb #e22a930f
 def _whole_number(name:str, value, where:str) -> int:
     "`value` of a count setting as an int at least its minimum."
     try: n = None if isinstance(value, (bool, float)) else int(value)
@@ -88,7 +90,7 @@ def _whole_number(name:str, value, where:str) -> int:
     if n is None or n < _MINIMUM[name]: raise _bad(name, value, where, f"a whole number of at least {_MINIMUM[name]}")
     return n
 
-# %% ../../nbs/80_launch_slurm.ipynb #54865e42
+# %% ../../nbs/80_launch_slurm.ipynb #08e6ad9b
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")  # C0 controls and DEL: a newline or CR ends an #SBATCH line
 _SBATCH_KEY = re.compile(r"[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*")  # an sbatch long option without its dashes
 _SLURM_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*(?:,[A-Za-z0-9][A-Za-z0-9_.+-]*)*")  # partition(s), account, QoS
@@ -100,6 +102,7 @@ def _one_line(text:str, where:str, allowed:str="") -> str:
                               "one line of plain text: remove it")
     return text
 
+# %% ../../nbs/80_launch_slurm.ipynb #34a59675
 def _sbatch_text(text:str, where:str) -> str:
     "`text` as an #SBATCH value: one line and no backslash (sbatch reads one as an escape even inside quotes)."
     if "\\" in _one_line(text, where):
@@ -107,9 +110,10 @@ def _sbatch_text(text:str, where:str) -> str:
                           "so the value would not reach Slurm as written: remove it")
     return text
 
-# %% ../../nbs/80_launch_slurm.ipynb #f58f096a
+# %% ../../nbs/80_launch_slurm.ipynb #c41148bc
 _DIRECTIVE = ("#SBATCH", "#SLURM")  # a line sbatch reads options from, until the script's first command
 
+# %% ../../nbs/80_launch_slurm.ipynb #77f4f50b
 def _checked_table(name:str, value, where:str):
     "`setup` (shell lines, one line each) or `additional` (sbatch options and values), or a one-line error."
     if name == "setup":
@@ -128,6 +132,7 @@ def _checked_table(name:str, value, where:str):
         if isinstance(v, str): _sbatch_text(v, f"{where}.{k}")
     return value
 
+# %% ../../nbs/80_launch_slurm.ipynb #eaad2011
 def _checked_value(name:str, value, where:str):
     "`value` of setting `name` in its field's type, or a one-line error saying where it came from."
     if name in ("setup", "additional"): return _checked_table(name, value, where)
@@ -159,9 +164,10 @@ def check_owner(path, # the cluster file, named in the error
     raise SentclError(f"{path}: {why}; its setup lines would run in every job, so sentcl obeys only a cluster file "
                       f"that is yours and that no one else can change: {fix}")
 
-# %% ../../nbs/80_launch_slurm.ipynb #9c1d4681
+# %% ../../nbs/80_launch_slurm.ipynb #9ade590d
 CLUSTER_FILE = "sentcl-slurm.toml"  # beside the batch folder
 
+# %% ../../nbs/80_launch_slurm.ipynb #03137c36
 def read_cluster_file(path,
                       owned:bool=True, # obey it only when it is the current user's and no one else can write it
                      ) -> dict:
@@ -192,7 +198,7 @@ def environment_settings(environ:dict) -> dict:
         if environ[var].strip(): values[name] = _checked_value(name, environ[var], var)
     return values
 
-# %% ../../nbs/80_launch_slurm.ipynb #e8ee9fff
+# %% ../../nbs/80_launch_slurm.ipynb #dc07fb63
 def find_cluster_file(out, # the batch folder; its parent may hold sentcl-slurm.toml
                       given=None, # --cluster-file: this file instead
                      ) -> Path|None:
@@ -204,13 +210,14 @@ def find_cluster_file(out, # the batch folder; its parent may hold sentcl-slurm.
     path = Path(out).resolve().parent/CLUSTER_FILE
     return path if path.is_file() else None
 
+# %% ../../nbs/80_launch_slurm.ipynb #3ea682a5
 def cluster_file_line(out, given=None) -> str:
     "What a batch says about its cluster file: the one it obeys, or where it looked."
     path = find_cluster_file(out, given)
     return (f"cluster settings from {path}" if path else
             f"no cluster file (none at {Path(out).resolve().parent/CLUSTER_FILE}; --cluster-file names one)")
 
-# %% ../../nbs/80_launch_slurm.ipynb #b75d4701
+# %% ../../nbs/80_launch_slurm.ipynb #6dad2b9f
 def batch_folder(out) -> Path:
     "The batch folder `out`, resolved, or a one-line error when its path holds what Slurm or sbatch would change."
     path = Path(out).resolve()
@@ -225,6 +232,7 @@ def job_name(out) -> str:
     "The Slurm job name of the batch in `out`: sentcl- and the folder's name, other characters than _ . + - as _."
     return "sentcl-" + re.sub(r"[^A-Za-z0-9_.+-]", "_", Path(out).resolve().name)
 
+# %% ../../nbs/80_launch_slurm.ipynb #01f5dd9d
 def cluster_options(out, # the batch folder; its parent may hold sentcl-slurm.toml
                     overrides:dict|None=None, # command-line values (None: not given)
                     environ:dict|None=None, # the environment (None: os.environ)
@@ -262,9 +270,10 @@ def submitit_folder(out) -> Path:
     "Where submitit keeps the batch's jobs: one folder per job id inside the batch folder."
     return Path(out).resolve()/SUBMITIT_FOLDER/"%j"
 
-# %% ../../nbs/80_launch_slurm.ipynb #ef23fade
+# %% ../../nbs/80_launch_slurm.ipynb #643bbad1
 _C_SPACE = " \t\n\v\f\r"  # C's isspace
 
+# %% ../../nbs/80_launch_slurm.ipynb #8f3e2613
 def _directive_arguments(text:str) -> list[str]:
     "The arguments sbatch takes from one #SBATCH line after its magic word (quotes, escapes and comments as sbatch)."
     args, i, n = [], 0, len(text)
@@ -288,6 +297,7 @@ def _directive_arguments(text:str) -> list[str]:
         if not started: return args  # nothing (or only quotes) before the end: sbatch reads no more of the line
         args.append("".join(arg))
 
+# %% ../../nbs/80_launch_slurm.ipynb #cdd34703
 def sbatch_arguments(script:str) -> list[str]:
     "The options sbatch reads from `script`: its #SBATCH (and #SLURM) lines up to the first command."
     args = []
@@ -297,7 +307,7 @@ def sbatch_arguments(script:str) -> list[str]:
         elif line.lstrip(_C_SPACE) and not line.lstrip(_C_SPACE).startswith("#"): break
     return args
 
-# %% ../../nbs/80_launch_slurm.ipynb #7a28b4e9
+# %% ../../nbs/80_launch_slurm.ipynb #eb4e1b11
 def check_sbatch_lines(script:str) -> str:
     "`script`, or a one-line error when sbatch would read one of its #SBATCH lines otherwise than the shell would."
     for line in script.split("\n"):
@@ -310,6 +320,7 @@ def check_sbatch_lines(script:str) -> str:
                                             "holds a character sbatch unquotes otherwise than the shell: remove it")
     return script
 
+# %% ../../nbs/80_launch_slurm.ipynb #f26ad759
 def sbatch_script(options:ClusterOptions, out, name:str, count:int=1, dependency:list|None=None) -> str:
     "The sbatch file submitit writes for `count` jobs (an array when more than one) of the batch in `out`, checked."
     from submitit.slurm.slurm import SlurmExecutor, _convert_mem, _make_sbatch_string
@@ -322,9 +333,10 @@ def sbatch_script(options:ClusterOptions, out, name:str, count:int=1, dependency
     return check_sbatch_lines(_make_sbatch_string(command=command, folder=folder,
                                                   map_count=count if count > 1 else None, **native))
 
-# %% ../../nbs/80_launch_slurm.ipynb #d6ae14e2
+# %% ../../nbs/80_launch_slurm.ipynb #cd8dddae
 MAX_TIMEOUTS = 30  # a job reaching its time limit is requeued at most this often (preemptions do not count)
 
+# %% ../../nbs/80_launch_slurm.ipynb #a7733932
 def make_executor(launcher:str, out, options:ClusterOptions, name:str, dependency:list|None=None):
     "submitit's AutoExecutor for the batch in `out`: Slurm, or local processes through the same submission path."
     import submitit

@@ -12,6 +12,7 @@ from torch import Tensor, nn
 
 from ..core import SentclError
 from .models import SentenceTransformer, _build_heads, _check_raw, _transformer, _unwrap
+from .batches import embed_batch, gather, gather_ids
 from ..encoders import tokenize_with_template
 from ..losses import bml_loss, info_nce, nt_xent, pairsupcon_instance_loss, sncse_negative_loss
 from ..losses import sncse_positive_loss, supcon_loss
@@ -25,7 +26,7 @@ from ..st_modules import MaskPooling
 
 
 # %% auto #0
-__all__ = ['PairSupConLoss', 'copy_heads', 'token_groups', 'SupConLoss', 'SNCSELoss', 'DeCLUTRLoss']
+__all__ = ['LossTerms', 'to_width', 'PairSupConLoss', 'copy_heads', 'token_groups', 'SupConLoss', 'SNCSELoss', 'DeCLUTRLoss']
 
 # %% ../../nbs/87_st_losses.ipynb #ad824552
 def _nli_labels(loss:str, labels, n:int) -> Tensor: # (n,) int64
@@ -41,13 +42,34 @@ def _nli_labels(loss:str, labels, n:int) -> Tensor: # (n,) int64
     return labels
 
 # %% ../../nbs/87_st_losses.ipynb #bd795c8e
-def _embed_columns(loss:str, model, sentence_features, n_columns:int|tuple, names:str) -> list[Tensor]:
+def _embed_columns(loss:str, model, sentence_features, n_columns:int|tuple, names:str,
+                   mini_batch_size:int=None, gather_across_devices:bool=False, # see `sentcl.st.batches.embed_batch`
+                  ) -> list[Tensor]:
     "Each column's sentence embeddings (n, d), one forward per column (padded alone, as sentcl pads each group)."
     ok = n_columns if isinstance(n_columns, tuple) else (n_columns,)
     if len(sentence_features) not in ok:
         raise SentclError(f"{loss}: got {len(sentence_features)} text columns, expected {' or '.join(map(str, ok))} "
                           f"({names}); order the dataset's columns so, e.g. dataset.select_columns([...])")
-    return [model(f)["sentence_embedding"] for f in sentence_features]
+    return embed_batch(model, sentence_features, mini_batch_size, gather_across_devices, loss)
+
+# %% ../../nbs/87_st_losses.ipynb #d203ee51
+class LossTerms(dict):
+    "A loss's named terms that scale and add like a number, term by term (for wrappers that weigh losses)."
+    def __mul__(self, w): return LossTerms({k: v * w for k, v in self.items()})
+    __rmul__ = __mul__
+    def __add__(self, other):
+        if isinstance(other, (int, float)) and other == 0: return LossTerms(self)
+        if not isinstance(other, dict): return NotImplemented
+        return LossTerms({k: self.get(k, 0) + other.get(k, 0) for k in [*self, *(k for k in other if k not in self)]})
+    __radd__ = __add__
+
+# %% ../../nbs/87_st_losses.ipynb #1ef20723
+def to_width(x:Tensor, # (n, k) embeddings, k <= width
+             width:int, # the heads' input width (the model's full dimension)
+            ) -> Tensor: # (n, width)
+    "Embeddings truncated to their first k coordinates (MatryoshkaLoss), padded with zeros to the heads' width."
+    if x.shape[-1] > width: raise SentclError(f"embeddings are {x.shape[-1]} wide, wider than the heads' {width}")
+    return F.pad(x, (0, width - x.shape[-1]))
 
 # %% ../../nbs/87_st_losses.ipynb #8937c339
 class PairSupConLoss(nn.Module):
@@ -59,9 +81,12 @@ class PairSupConLoss(nn.Module):
                  weighting:str=PairSupConConfig.weighting, # "code" (released) or "paper" (Eq. 3)
                  head_dim:int=PairSupConConfig.head_dim, # contrast-head output size
                  terms:tuple=PairSupCon.terms, # both, or one of "classification", "instance" (the ablations)
+                 mini_batch_size:int=None, # rows per forward pass, gradients cached (`sentcl.st.batches`); None: all
+                 gather_across_devices:bool=False, # contrast with every DDP process's rows
                 ):
         super().__init__()
         self.model, self.terms = model, tuple(terms)
+        self.mini_batch_size, self.gather_across_devices = mini_batch_size, gather_across_devices
         self.config = PairSupConConfig().replace(temperature=temperature, beta=beta, hard_negatives=hard_negatives,
                                                  weighting=weighting, head_dim=head_dim)
         _check_raw("PairSupConLoss", model)
@@ -79,10 +104,14 @@ def copy_heads(method:nn.Module, loss:nn.Module) -> nn.Module:
 @patch
 def forward(self:PairSupConLoss, sentence_features, labels) -> dict[str, Tensor]:
     "The loss terms of one batch: 'classification' (Eq. 4) and 'instance' (beta times Eq. 2), as they are summed."
-    u, v = _embed_columns("PairSupConLoss", self.model, sentence_features, 2, "premise, hypothesis")  # (N, d) each
-    labels = _nli_labels("PairSupConLoss", labels, u.shape[0]).to(u.device)
+    n = len(sentence_features[0]["attention_mask"]) if sentence_features else 0
+    labels = _nli_labels("PairSupConLoss", labels, n)
+    u, v = _embed_columns("PairSupConLoss", self.model, sentence_features, 2, "premise, hypothesis",
+                          self.mini_batch_size, self.gather_across_devices)          # (N, d) each, N gathered
+    labels = (gather_ids(labels.to(u.device)) if self.gather_across_devices else labels).to(u.device)
     keep = labels != 1                                                            # PairSupCon's data has no neutral
-    u, v, entailed, cfg, out = u[keep], v[keep], labels[keep] == 0, self.config, {}
+    u, v = to_width(u[keep], self.embedding_dim), to_width(v[keep], self.embedding_dim)   # any Matryoshka width
+    entailed, cfg, out = labels[keep] == 0, self.config, LossTerms()
     if "classification" in self.terms:                                          # label 1 = entailment here
         out["classification"] = F.cross_entropy(self.classifier(sbert_pair_features(u, v)).float(), entailed.long())
     if "instance" in self.terms:
@@ -109,9 +138,11 @@ class SupConLoss(nn.Module):
                  n_neg:int=SupConConfig.n_neg, # -1: every other hypothesis is a negative; k: k sampled (the paper)
                  classifier_hidden:int=SupConConfig.classifier_hidden, # width of the classifier's middle layer
                  seed:int=SupConConfig.seed, # seeds the positive and negative samples, with the batch's labels
+                 mini_batch_size:int=None, # rows per forward pass, gradients cached (`sentcl.st.batches`); None: all
+                 gather_across_devices:bool=False, # contrast with every DDP process's rows
                 ):
         super().__init__()
-        self.model = model
+        self.model, self.mini_batch_size, self.gather_across_devices = model, mini_batch_size, gather_across_devices
         self.config = SupConConfig().replace(temperature=temperature, lam=lam, n_pos=n_pos, n_neg=n_neg,
                                              classifier_hidden=classifier_hidden, seed=seed)
         _check_raw("SupConLoss", model)
@@ -123,13 +154,18 @@ class SupConLoss(nn.Module):
 def forward(self:SupConLoss, sentence_features, labels) -> dict[str, Tensor]:
     "The loss terms: 'weighted_classification' ((1 - lam) times Eq. 1) and 'weighted_supcon' (lam times Eq. 2), as summed."
     cfg = self.config
-    u, v = _embed_columns("SupConLoss", self.model, sentence_features, 2, "premise, hypothesis")    # (N, d) each
-    label = _nli_labels("SupConLoss", labels, u.shape[0]).to(u.device)
-    groups = token_groups(sentence_features[0]["input_ids"]).to(u.device)        # equal premises
-    ce = F.cross_entropy(self.classifier(sbert_pair_features(u, v)).float(), label)
+    n = len(sentence_features[0]["attention_mask"]) if sentence_features else 0
+    label = _nli_labels("SupConLoss", labels, n)
+    u, v = _embed_columns("SupConLoss", self.model, sentence_features, 2, "premise, hypothesis",
+                          self.mini_batch_size, self.gather_across_devices)          # (N, d) each, N gathered
+    premises = sentence_features[0]["input_ids"].masked_fill(sentence_features[0]["attention_mask"] == 0, -1)
+    if self.gather_across_devices: label, premises = gather_ids(label.to(u.device)), gather_ids(premises)
+    label, groups = label.to(u.device), token_groups(premises).to(u.device)      # groups: equal premises
+    d = self.embedding_dim                                                        # the classifier's width per vector
+    ce = F.cross_entropy(self.classifier(sbert_pair_features(to_width(u, d), to_width(v, d))).float(), label)
     g = batch_generator(cfg.seed, label, groups) if cfg.n_pos > 1 or cfg.n_neg > 0 else None
     scl = supcon_loss(u, v, label == 0, groups, cfg.temperature, cfg.n_pos, g, cfg.n_neg)
-    return {"weighted_classification": (1 - cfg.lam) * ce, "weighted_supcon": cfg.lam * scl}
+    return LossTerms(weighted_classification=(1 - cfg.lam) * ce, weighted_supcon=cfg.lam * scl)
 
 # %% ../../nbs/87_st_losses.ipynb #924083e9
 def _check_prompt_model(model):
@@ -140,6 +176,7 @@ def _check_prompt_model(model):
                           "SentenceTransformer cannot; build it with sentcl.st.models.sentence_transformer(name, "
                           "pooling='mask', template=sentcl.methods.sncse.SNCSEConfig.anchor_template)")
 
+# %% ../../nbs/87_st_losses.ipynb #4dd07cc8
 def _template_prefix(model, template:str) -> list[int]:
     "The token ids every text tokenised inside `template` starts with (special tokens and the text before it)."
     tok = _unwrap(model)[0].tokenizer
@@ -155,9 +192,11 @@ class SNCSELoss(nn.Module):
                  lam:float=SNCSEConfig.lam, # BML weight (5e-4 for RoBERTa)
                  negation_role:str=SNCSEConfig.negation_role, # "soft", "none", "negative" (NL) or "positive" (PL)
                  anchor_template:str=SNCSEConfig.anchor_template, view_template:str=SNCSEConfig.view_template,
+                 mini_batch_size:int=None, # rows per forward pass, gradients cached (`sentcl.st.batches`); None: all
+                 gather_across_devices:bool=False, # contrast with every DDP process's rows
                 ):
         super().__init__()
-        self.model = model
+        self.model, self.mini_batch_size, self.gather_across_devices = model, mini_batch_size, gather_across_devices
         self.config = SNCSEConfig().replace(temperature=temperature, alpha=alpha, beta=beta, lam=lam,
                                             negation_role=negation_role, anchor_template=anchor_template,
                                             view_template=view_template)
@@ -185,11 +224,12 @@ def forward(self:SNCSELoss, sentence_features, labels=None) -> dict[str, Tensor]
     cfg, n = self.config, 2 if self.config.negation_role == "none" else 3
     sentence_features = list(sentence_features)[:n] if cfg.negation_role == "none" else sentence_features
     self.check_templates(sentence_features)
-    z = [self.mlp(e) for e in _embed_columns("SNCSELoss", self.model, sentence_features, n,
-                                             "anchor, positive, negative")]                   # Eq. 2, training only
-    if cfg.negation_role == "negative": return {"nl": sncse_negative_loss(*z, cfg.temperature)}
-    if cfg.negation_role == "positive": return {"pl": sncse_positive_loss(*z, cfg.temperature)}
-    out = {"info_nce": info_nce(z[0], z[1], temperature=cfg.temperature)}
+    z = [self.mlp(to_width(e, self.embedding_dim)) for e in _embed_columns(
+        "SNCSELoss", self.model, sentence_features, n, "anchor, positive, negative", self.mini_batch_size,
+        self.gather_across_devices)]                                              # Eq. 2, training only
+    if cfg.negation_role == "negative": return LossTerms(nl=sncse_negative_loss(*z, cfg.temperature))
+    if cfg.negation_role == "positive": return LossTerms(pl=sncse_positive_loss(*z, cfg.temperature))
+    out = LossTerms(info_nce=info_nce(z[0], z[1], temperature=cfg.temperature))
     if cfg.negation_role == "soft": out["weighted_bml"] = cfg.lam * bml_loss(*z, cfg.alpha, cfg.beta)
     return out
 
@@ -215,9 +255,10 @@ class DeCLUTRLoss(nn.Module):
                  projection_dim:int=DeCLUTRConfig.projection_dim, projection_activation:str="relu",
                  memory_size:int=0, # memory bank rows, extra negatives (supplement §6.2); 0: none
                  seed:int=DeCLUTRConfig.seed, # seeds the MLM masks, with the anchors' token ids
+                 gather_across_devices:bool=False, # NT-Xent against every DDP process's spans (MLM stays per process)
                 ):
         super().__init__()
-        self.model = model
+        self.model, self.gather_across_devices = model, gather_across_devices
         self.config = DeCLUTRConfig().replace(temperature=temperature, mlm_probability=mlm_probability,
                                               objective=objective, projection=projection, projection_dim=projection_dim,
                                               projection_activation=projection_activation, memory_size=memory_size,
@@ -243,7 +284,7 @@ def masked_anchors(self:DeCLUTRLoss, features:dict) -> tuple[Tensor, Tensor]: # 
 @patch
 def forward(self:DeCLUTRLoss, sentence_features, labels=None) -> dict[str, Tensor]:
     "The loss terms: 'nt_xent' (Eqs. 1-2, positives averaged) and 'mlm' (Eq. 3), as the objective says."
-    cfg, (anchors, *positives), out = self.config, list(sentence_features), {}
+    cfg, (anchors, *positives), out = self.config, list(sentence_features), LossTerms()
     if cfg.objective != "mlm" and not positives:
         raise SentclError("DeCLUTRLoss: got only an anchor column; the dataset needs anchor, positive_1, ... "
                           "(sentcl.st.datasets.declutr_dataset)")
@@ -252,6 +293,7 @@ def forward(self:DeCLUTRLoss, sentence_features, labels=None) -> dict[str, Tenso
     if cfg.objective != "mlm":
         p = torch.stack([self.model(f)["sentence_embedding"] for f in positives], 1)   # (n, P, d)
         if cfg.projection: a, p = self.projection(a), self.projection(p)         # supplement Eq. 1, per span
+        if self.gather_across_devices: a, p = gather(a), gather(p)              # every process's spans
         memory = self.memory.negatives() if cfg.memory_size else None
         out["nt_xent"] = nt_xent(a, p, cfg.temperature, memory=memory)
         if memory is not None and self.model.training: self.memory.enqueue(torch.cat([a.float(), p.float().mean(1)]))

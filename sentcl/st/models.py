@@ -61,5 +61,6 @@ def _build_heads(loss:nn.Module, build, model) -> None:
     t = _transformer(model)
     loss.encoder = SimpleNamespace(model=t, name_or_path=getattr(t.config, "_name_or_path", ""))  # what they read
     dim = (getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension)()  # ST 6 first
+    loss.embedding_dim = dim                                                   # the heads' input width
     try: build(loss, dim)
     finally: del loss.encoder

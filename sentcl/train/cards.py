@@ -12,7 +12,8 @@ from ..core import SentclError, atomic_write, read_jsonl
 from ..data.paper_numbers import load_published
 
 # %% auto #0
-__all__ = ['BASELINE_CITATIONS', 'method_citation', 'headline_score', 'model_card', 'write_model_card']
+__all__ = ['BASELINE_CITATIONS', 'HUB_BASE_MODELS', 'method_citation', 'headline_score', 'card_metadata', 'model_card',
+           'write_model_card']
 
 # %% ../../nbs/43_train_cards.ipynb #089d17bd
 BASELINE_CITATIONS = {
@@ -60,6 +61,47 @@ def _scores_lines(evaluation:dict) -> list[str]:
     return ["## Evaluation", "", f"Scores ×100 (STS12-16: the 'all' aggregate), protocol `{proto}`:", "",
             "| task | score |", "|---|---:|", *rows, ""]
 
+# %% ../../nbs/43_train_cards.ipynb #d856333f
+HUB_BASE_MODELS = {"default": "sentence-transformers/all-MiniLM-L6-v2", "tiny": None}
+
+def _hub_base_model(model:str) -> str|None:
+    "The Hub name of a base model spec: sentcl's packaged names mapped, local paths and unknowns None."
+    if model in HUB_BASE_MODELS: return HUB_BASE_MODELS[model]
+    return None if not model or model == "?" or Path(model).exists() or model.startswith(("/", ".", "~")) else model
+
+# %% ../../nbs/43_train_cards.ipynb #776392ab
+def _eval_results(evaluation:dict) -> list:
+    "One `huggingface_hub.EvalResult` per task with a headline score, its protocol in the metric's args."
+    from huggingface_hub import EvalResult
+    settings, out = evaluation.get("settings", {}), []
+    for task, r in evaluation.get("tasks", {}).items():
+        value = headline_score(r)
+        if value is None: continue
+        kind = "STS" if "all" in r or "spearman" in r else "Clustering" if "acc_mean" in r else "Classification"
+        args = {"protocol": settings.get("protocol"), "aggregate": "all" if "all" in r else None,
+                "pooling": settings.get("pooling"), "max_length": settings.get("max_length")}
+        out.append(EvalResult(task_type=kind, dataset_type=task, dataset_name=task,
+                              dataset_split=r.get("split", "test"),
+                              metric_type="spearman" if kind == "STS" else "accuracy", metric_value=round(value, 2),
+                              metric_args={k: v for k, v in args.items() if v is not None}))
+    return out
+
+# %% ../../nbs/43_train_cards.ipynb #99b45881
+def card_metadata(config:dict, # a run's config.json
+                  evaluation:dict|None=None, # a `sentcl.eval.evaluate` document
+                 ) -> str:
+    "The card's YAML front matter, as the Hub reads it: library, base model, datasets, tags, pipeline, model-index."
+    from huggingface_hub import ModelCardData
+    method, model = config.get("run.method", "?"), config.get("method.model", "?")
+    data = config.get("run.train_data") or config.get("method.corpus")
+    results = _eval_results(evaluation) if evaluation else []
+    card = ModelCardData(library_name="sentence-transformers", pipeline_tag="sentence-similarity",
+                         base_model=_hub_base_model(model), datasets=[data] if data else None,
+                         tags=["sentence-transformers", "sentence-similarity", "feature-extraction", "sentcl",
+                               f"sentcl-method:{method}"], model_name=f"{method} on {model}",
+                         eval_results=results or None)
+    return f"---\n{card.to_yaml()}\n---\n"
+
 # %% ../../nbs/43_train_cards.ipynb #1b3f7293
 def model_card(run_dir, # a training run folder: config.json, summary.json, metrics.jsonl, model/
                evaluation:dict|None=None, # a `sentcl.eval.evaluate` document to add (tasks, avg, settings)
@@ -75,7 +117,7 @@ def model_card(run_dir, # a training run folder: config.json, summary.json, metr
     ours = any(m.get("type", "").startswith("sentcl.") for m in modules)  # sentcl's modules: its loader, no remote code
     loss = _final_loss(run_dir/"metrics.jsonl")
     hw = summary.get("hardware") or {}
-    lines = [f"# {method} on {model}", "",
+    lines = [card_metadata(config, evaluation), f"# {method} on {model}", "",
              f"A sentence encoder trained with sentcl's `{method}` method: {method_citation(method)}.", "",
              "## Training", "",
              f"- base model: `{model}`",
@@ -87,7 +129,9 @@ def model_card(run_dir, # a training run folder: config.json, summary.json, metr
              f"- wall time: {summary.get('seconds', '?')} s"
              + (f" on {hw.get('device')} ({hw.get('gpu') or hw.get('cpu')})" if hw else ""),
              f"- final loss: {loss['loss']:.4f} at step {loss['step']}" if loss else "- final loss: not logged",
-             f"- sentcl commit: `{config.get('git_commit')}`, created {config.get('created')}", ""]
+             f"- sentcl commit: `{config.get('git_commit')}`, created {config.get('created')}",
+             f"- training datasets (MTEB asks them, to judge zero-shot): "
+             f"`{config.get('run.train_data') or config.get('method.corpus') or 'the method default'}`", ""]
     lines += _scores_lines(evaluation) if evaluation else []
     folder = '"path/to/this/folder"'
     load = (["from sentcl.st_modules import load_sentence_transformer  # sentcl's classes, no remote code", "",

@@ -8,7 +8,8 @@ from __future__ import annotations
 from .common import PAPER, SMALL
 from ...eval import STS_SUBSET_TASKS
 from ..spec import Arm, Contrast, Experiment
-from ...train.presets import ALL_PRESETS, CPU_TRANSFER_SETS
+from ..presets import CPU_TRANSFER_SETS
+from ...train.presets import ALL_PRESETS
 
 # %% auto #0
 __all__ = ['DECLUTR_TASKS', 'DECLUTR_ARMS', 'SMALL_ENCODER', 'DECLUTR_SAMPLING', 'DECLUTR_OBJECTIVES', 'DECLUTR',

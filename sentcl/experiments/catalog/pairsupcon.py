@@ -9,7 +9,8 @@ import dataclasses
 
 from .common import CLUSTERING, FEWSHOT, PAPER, SMALL, STS, TRANSFER, tasks
 from ..spec import Arm, Contrast, Experiment
-from ...train.presets import ALL_PRESETS, CPU_CLUSTERING_SETS
+from ..presets import CPU_CLUSTERING_SETS
+from ...train.presets import ALL_PRESETS
 
 # %% auto #0
 __all__ = ['PAIRSUPCON_MODELS', 'PAIRSUPCON', 'STUDY_LR', 'ABLATION_TASKS', 'PAIRSUPCON_ABLATIONS', 'TSNE_SET',

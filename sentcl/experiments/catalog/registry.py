@@ -12,7 +12,7 @@ from pathlib import Path
 from ...core import SentclError
 from ...eval import resolve_tasks
 from ..spec import Experiment
-from ...train.presets import get_preset
+from ..presets import get_preset
 
 # %% auto #0
 __all__ = ['EXPERIMENTS', 'FAMILY_RULE', 'get_experiment', 'paper_tasks', 'AnalysisPlan', 'plan_dict', 'load_plan',
