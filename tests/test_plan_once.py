@@ -1,7 +1,6 @@
 """A batch plans each experiment once (issue 23 item 4): the runner plans and writes the plan file, the notebook's
 session reads it and plans nothing; opened alone (no plan file) a session plans as before."""
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -30,10 +29,12 @@ def counting(monkeypatch, module, calls: list):
 def test_the_runner_plans_each_experiment_once_and_hands_the_notebook_its_plan(tmp_path, monkeypatch):
     calls, injected = [], []
     counting(monkeypatch, runner, calls)
-    def papermill(cmd, **kw):  # no notebook runs: record the parameters papermill would inject
-        injected.append(json.loads(cmd[cmd.index("-y") + 1]))
-        return subprocess.CompletedProcess(cmd, 1)
-    monkeypatch.setattr(runner.subprocess, "run", papermill)
+    class Papermill:  # no notebook runs: record the parameters papermill would inject; it "fails" at once
+        pid, returncode = 0, 1
+        def __init__(self, cmd, **kw): injected.append(json.loads(cmd[cmd.index("-y") + 1]))
+        def wait(self): return self.returncode
+        def terminate(self): pass
+    monkeypatch.setattr(runner.subprocess, "Popen", Papermill)
     names = ["pairsupcon-table5", "liao-table2"]
     run_batch(names, "cpu-smoke", tmp_path/"batch", parameters={"steps": 2}, log=lambda m: None)
     assert calls == names  # once each, nothing else planned

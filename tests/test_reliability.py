@@ -257,7 +257,7 @@ def test_eval_bad_inputs(tmp_path, capsys):
         ([*ev, "--kfold", "1"], "--kfold"),
         (["eval", "--model", "tiny", "--tasks", "nosuch", "--data-dir", str(SAMPLES_DIR)], "nosuch"),
         (["eval", "--model", "tiny", "--tasks", "stsb", "--data-dir", str(tmp_path / "data"), "--no-cache"],
-         "'high' is not a number"),
+         "score 'high' is not a finite number"),
         (["eval", "--model", "tiny", "--tasks", "stsb", "--data-dir", str(tmp_path / "none")], "does not exist"),
     ]
     for argv, fragment in cases:
