@@ -10,9 +10,10 @@ import sys
 import time
 from pathlib import Path
 
-import nbformat
 import psutil
 import pytest
+
+from conftest import stand_in_notebook  # one stand-in notebook for the runner tests
 import torch
 from safetensors.torch import load_file
 
@@ -109,13 +110,6 @@ def test_a_rerun_keeps_the_finished_experiment(smoke_batch):
     assert sorted(p.name for p in (out/"_submitit").iterdir()) == jobs  # no job was submitted
 
 
-def stand_in_notebook(path: Path, code: str):
-    "An experiment notebook that only runs `code` (its parameters cell is there for papermill)."
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("preset = 'cpu-smoke'\nout = None"),
-                                         nbformat.v4.new_code_cell(code)])
-    nb.cells[0].metadata["tags"] = ["parameters"]
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "python3", "language": "python"}
-    nbformat.write(nb, path)
 
 
 def test_a_killed_batch_reruns_only_what_did_not_finish(smoke_batch, tmp_path):

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import stand_in_notebook  # one stand-in notebook for the runner tests
+
 ROOT = Path(__file__).resolve().parents[1]
 SENTCL = str(Path(sys.executable).parent/"sentcl")
 
@@ -54,14 +56,6 @@ def test_train_out_keeps_a_folder_that_is_not_this_run(tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
 
 
-def stand_in_notebook(path: Path, code: str):
-    "An experiment notebook that only runs `code` (its parameters cell is there for papermill)."
-    import nbformat
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("preset = 'cpu-smoke'\nout = None\nplan = None"),
-                                         nbformat.v4.new_code_cell(code)])
-    nb.cells[0].metadata["tags"] = ["parameters"]
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "python3", "language": "python"}
-    nbformat.write(nb, path)
 
 
 def wait_for(condition, timeout: float, what: str, step: float = 0.1):
