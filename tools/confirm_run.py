@@ -116,14 +116,16 @@ def _stop(signum, frame):
     raise Stopped(signal.Signals(signum).name)
 
 
-def run_experiment(cmd: list[str], env: dict, every: float, save, poll: float = 30.0) -> int:
-    ("Run one experiment's command; call `save(what)` whenever a run is recorded and at least every `every` minutes; "
-     "stopped (`Stopped`), stop the command (the runner stops its notebook), save, and raise again.")
-    proc, last, seen = subprocess.Popen(cmd, cwd=ROOT, env=env), time.time(), records_state()
+def run_experiment(cmd: list[str], env: dict, every: float, save, poll: float = 30.0, out: Path | None = None) -> int:
+    ("Run one experiment's command; call `save(what)` whenever a run is recorded in `out` (default results/confirm) "
+     "and at least every `every` minutes; stopped (`Stopped`), stop the command (the runner stops its notebook), save, "
+     "and raise again.")
+    out = OUT if out is None else out
+    proc, last, seen = subprocess.Popen(cmd, cwd=ROOT, env=env), time.time(), records_state(out)
     try:
         while proc.poll() is None:
             time.sleep(poll)
-            if (now := records_state()) != seen or time.time() - last > 60 * every:
+            if (now := records_state(out)) != seen or time.time() - last > 60 * every:
                 save("in progress"); last, seen = time.time(), now
         return proc.returncode
     except Stopped:
