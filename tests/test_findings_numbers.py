@@ -119,7 +119,25 @@ def budget_errors(text: str) -> list:
     return [(g, w) for g, w in zip(m.groups(), (len(tasks), 2 * sum(t["n"] for t in tasks.values()))) if not _agrees(g, w)]
 
 
-CHECKS = {"README": [made_start_errors, confirm_errors], "findings": [confirm_errors, old_control_errors, rerun_errors, budget_errors]}
+def settings_errors(text: str) -> list:
+    "The settings table at the top of the findings page against the runs' records."
+    docs = {p.parent.name: json.loads(p.read_text()) for p in (ROOT/"results"/"cpu").glob("*/results.json")}
+    first = lambda n: next(r for r in docs[n]["runs"] if r.get("train"))
+    trained = [r for d in docs.values() for r in d["runs"] if r.get("train")]
+    m = _find(r"\(([\d,]+) training examples for PairSupCon, ([\d,]+) for Liao;.*?\), ([\d,]+) Wikipedia sentences for SNCSE, "
+              r"([\d,]+) WikiText-2.*?\| length \| (\d+) steps per run, batch (\d+) \(DeCLUTR: (\d+) documents\)", text,
+              "the settings table")
+    want = [first("pairsupcon-table4")["train"]["examples"], first("liao-table2")["train"]["examples"],
+            first("sncse-table2")["train"]["examples"], first("declutr-figure3")["train"]["examples"],
+            first("liao-table2")["train"]["step"], first("liao-table2")["describe"]["batch"],
+            first("declutr-figure3")["describe"]["batch"]]
+    errors = [(g, w) for g, w in zip(m.groups(), want) if not _agrees(g, w)]
+    steps = {r["train"]["step"] for r in trained}
+    return errors + ([("steps", steps)] if steps != {want[4]} else [])
+
+
+CHECKS = {"README": [made_start_errors, confirm_errors],
+          "findings": [settings_errors, confirm_errors, old_control_errors, rerun_errors, budget_errors]}
 
 
 def _texts() -> dict:
@@ -156,6 +174,8 @@ def test_a_changed_number_is_rejected():
                                   (old_control_errors, "findings", r"control sat [\d.]+ to ([\d.]+)"),
                                   (rerun_errors, "findings", r"(\d+)\s+trainings in all"),
                                   (rerun_errors, "findings", r"`declutr-figure3` from commit (\w+)"),
-                                  (budget_errors, "findings", r"\(([\d,]+) sentences")]:
+                                  (budget_errors, "findings", r"\(([\d,]+) sentences"),
+                                  (settings_errors, "findings", r"([\d,]+) Wikipedia sentences for SNCSE"),
+                                  (settings_errors, "findings", r"\(DeCLUTR: (\d+) documents")]:
         assert check(_bump(texts[where], pattern)), (check.__name__, pattern)
     assert _agrees("34.7", 34.69) and not _agrees("34.8", 34.69) and _agrees("37,700", 37700) and _agrees("0.1%", 0.001)
