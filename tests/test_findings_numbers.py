@@ -136,7 +136,17 @@ def settings_errors(text: str) -> list:
     return errors + ([("steps", steps)] if steps != {want[4]} else [])
 
 
-CHECKS = {"README": [made_start_errors, confirm_errors],
+def scale_errors(text: str) -> list:
+    "README's seeds per arm and steps per run against results/cpu's runs."
+    docs = [json.loads(p.read_text()) for p in (ROOT/"results"/"cpu").glob("*/results.json")]
+    seeds = [len({r["seed"] for r in d["runs"] if r["seed"] is not None}) for d in docs]
+    steps = {r["train"]["step"] for d in docs for r in d["runs"] if r.get("train")}
+    m = _find(r"`default` model, (\d+) to (\d+) seeds per arm, (\d+) steps each", text, "README's study scale")
+    return [(g, w) for g, w in zip(m.groups(), (min(seeds), max(seeds), *steps)) if not _agrees(g, w)] + (
+        [("steps", steps)] if len(steps) != 1 else [])
+
+
+CHECKS = {"README": [made_start_errors, confirm_errors, scale_errors],
           "findings": [settings_errors, confirm_errors, old_control_errors, rerun_errors, budget_errors]}
 
 
@@ -176,6 +186,7 @@ def test_a_changed_number_is_rejected():
                                   (rerun_errors, "findings", r"`declutr-figure3` from commit (\w+)"),
                                   (budget_errors, "findings", r"\(([\d,]+) sentences"),
                                   (settings_errors, "findings", r"([\d,]+) Wikipedia sentences for SNCSE"),
-                                  (settings_errors, "findings", r"\(DeCLUTR: (\d+) documents")]:
+                                  (settings_errors, "findings", r"\(DeCLUTR: (\d+) documents"),
+                                  (scale_errors, "README", r"(\d+) steps each")]:
         assert check(_bump(texts[where], pattern)), (check.__name__, pattern)
     assert _agrees("34.7", 34.69) and not _agrees("34.8", 34.69) and _agrees("37,700", 37700) and _agrees("0.1%", 0.001)
