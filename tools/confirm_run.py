@@ -113,6 +113,7 @@ class Stopped(Exception):
 
 
 def _stop(signum, frame):
+    for sig in (signal.SIGTERM, signal.SIGINT): signal.signal(sig, signal.SIG_IGN)  # one stop: its commit is not cut
     raise Stopped(signal.Signals(signum).name)
 
 
