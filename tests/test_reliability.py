@@ -328,7 +328,7 @@ def test_kill_9_and_resume_is_bit_identical(tmp_path, capsys, straight_run):
     rc, _, err = cli(capsys, *run, "--out", killed, "--resume", "--save-every", "1")
     assert rc == 0, err
     assert same_weights(straight_run, f"{killed}/model")
-    assert before > 0 and json.loads(Path(killed, "summary.json").read_text())["seconds"] > before  # wiring; 46_train_trainer tests the sum
+    assert before > 0 and json.loads(Path(killed, "summary.json").read_text())["seconds"] > before  # wiring; 48_train_trainer tests the sum
 
 
 def test_a_reader_that_stops_early_is_not_an_error():
