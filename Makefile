@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 TORCH := torch==2.13.0
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
-PYTEST_RUN := $(BIN)/python -m pytest -q -o tmp_path_retention_policy=failed
+PYTEST_RUN := $(BIN)/python -m pytest -q -o tmp_path_retention_policy=failed --durations=20
 PYTEST := $(PYTEST_RUN) tests
 TEST_DISK_GB ?= 4
 

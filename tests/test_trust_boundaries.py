@@ -248,12 +248,18 @@ def test_status_says_a_damaged_batch_json_is_damaged(tmp_path):
 @pytest.mark.parametrize("score, said", [("nan", "test.tsv:3: score 'nan' is not a finite number"),
                                          ("inf", "test.tsv:3: score 'inf' is not a finite number"),
                                          ("3", "every gold score of stsb is 3; a correlation needs scores that vary")])
-def test_sts_scores_that_give_nan_are_refused(tmp_path, score, said):
-    "nan, inf or constant gold scores: a clear error naming the file, not NaN correlations."
+def test_sts_scores_that_give_nan_are_refused(tmp_path, score, said, capsys, monkeypatch):
+    """nan, inf or constant gold scores: a clear error naming the file, not NaN correlations. `sentcl eval` through its
+    argparse hooks in this process (the command's exit status is run_eval's; a process each cost ~5 s of imports)."""
+    import argparse
+    from sentcl.cli import add_eval_arguments, run_eval
+    monkeypatch.setenv("SENTCL_CACHE_DIR", str(tmp_path/"cache"))
     (tmp_path/"sts"/"stsb").mkdir(parents=True)
     (tmp_path/"sts"/"stsb"/"test.tsv").write_text(f"sentence1\tsentence2\tscore\na b\tc d\t3\ne f\tg h\t{score}\n")
-    r = sentcl("eval", "--model", "tiny", "--tasks", "stsb", "--data-dir", tmp_path)
-    assert r.returncode == 2 and said in r.stderr.strip().splitlines()[-1], r.stdout[-800:] + r.stderr[-800:]
+    args = ["--model", "tiny", "--tasks", "stsb", "--data-dir", str(tmp_path)]
+    rc = run_eval(add_eval_arguments(argparse.ArgumentParser(prog="sentcl eval")).parse_args(args))
+    out, err = capsys.readouterr()
+    assert rc == 2 and said in err.strip().splitlines()[-1], out[-800:] + err[-800:]
 
 
 def test_a_figure_that_links_out_of_the_batch_is_not_copied(tmp_path):
