@@ -175,7 +175,7 @@ def train_request(args:argparse.Namespace) -> tuple:
 def run_folder_lock(out):
     "Hold run folder `out`'s `TrainingLock` (under torchrun: rank 0's); a folder made for it and left empty goes after."
     from sentcl.experiments.execute import TrainingLock
-    from sentcl.train.trainer import writable_folder
+    from sentcl.train.run_folder import writable_folder
     made = not Path(out).exists()
     try:
         if os.environ.get("RANK", "0") != "0": yield; return  # torchrun's other ranks write nothing
