@@ -104,16 +104,18 @@ def test_each_recorded_run_is_committed_and_a_stop_commits_what_is_recorded(tmp_
     def save(what):
         saved.append((what, json.loads((tmp_path/"exp"/"results.json").read_text())["runs"]))
         if saved[-1] == ("in progress", [0, 1, 2]): os.kill(os.getpid(), signal.SIGTERM)  # a session ending, mid-training
-    old = signal.signal(signal.SIGTERM, confirm_run._stop)
+    old = {sig: signal.signal(sig, confirm_run._stop) for sig in (signal.SIGTERM, signal.SIGINT)}
     t0 = time.time()
     try:
         with pytest.raises(confirm_run.Stopped):
             confirm_run.run_experiment([sys.executable, "-c", _EXPERIMENT, str(tmp_path)], dict(os.environ), 60.0, save,
                                        poll=0.05, out=tmp_path)
     finally:
-        signal.signal(signal.SIGTERM, old)
+        ignored = signal.getsignal(signal.SIGINT)
+        for sig, handler in old.items(): signal.signal(sig, handler)
     assert time.time() - t0 < 50, "the stand-in experiment was not stopped"
     assert saved[-1] == ("stopped", [0, 1, 2]), saved  # the stop commits every recorded run
+    assert ignored == signal.SIG_IGN  # a second signal does not cut the stop's commit
     progress = [runs for what, runs in saved if what == "in progress"]
     assert len(progress) >= 2 and progress[-1] == [0, 1, 2], saved  # committed as runs were recorded, not at the end
 

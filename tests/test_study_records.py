@@ -89,18 +89,44 @@ def _close(shown: str, x: float) -> bool:
     return abs(float(shown) - x) <= unit / 2 + 1e-12 * max(1.0, abs(x))
 
 
-def test_readme_verdicts_recomputed_without_sentcl():
-    readme = (ROOT/"README.md").read_text()
+def test_readme_and_findings_verdicts_recomputed_without_sentcl():
+    "Every verdict line README and the findings page print (its summary and each experiment's lines), recomputed."
+    texts = {"README.md": (ROOT/"README.md").read_text(), "nbs/findings.ipynb": _shown_markdown()}
     rows = _family(ROOT/"results"/"cpu")
     assert len(rows) == 17
-    for exp, col, better, worse, verdict, mean, lo, hi, near in rows:
-        line = next((l for l in readme.splitlines() if l.startswith(f"- `{exp}`,") and f"(`{col}`): *" in l
-                     and _claim_of(exp, better, worse, col) in l), None)
-        assert line, f"README prints no verdict line for {exp} {better} − {worse} on {col}"
-        m = re.search(r": \*(.+?)\* at the CPU study's scale, mean (\S+), simultaneous [\d.]+% interval (\S+) to (\S+) \(", line)
-        assert m, line
-        assert m.group(1) in near, (line, verdict)
-        assert _close(m.group(2), mean) and _close(m.group(3), lo) and _close(m.group(4), hi), (line, mean, lo, hi)
+    for where, text in texts.items():
+        for exp, col, better, worse, verdict, mean, lo, hi, near in rows:
+            lines = [l for l in text.splitlines() if l.startswith(f"- `{exp}`,") and f"(`{col}`): *" in l
+                     and _claim_of(exp, better, worse, col) in l]
+            assert lines, f"{where} prints no verdict line for {exp} {better} − {worse} on {col}"
+            for line in lines:
+                m = re.search(r": \*(.+?)\* at the CPU study's scale, mean (\S+), simultaneous [\d.]+% interval (\S+) to (\S+) \(", line)
+                assert m, line
+                assert m.group(1) in near, (where, line, verdict)
+                assert _close(m.group(2), mean) and _close(m.group(3), lo) and _close(m.group(4), hi), (where, line, mean, lo, hi)
+        shown = len([l for l in text.splitlines() if re.match(r"- `[\w-]+`, .*\* at the CPU study's scale", l)])
+        assert shown >= len(rows), (where, shown)
+
+
+def test_findings_claim_tables_recomputed_without_sentcl():
+    "Each experiment's claims table on the findings page: the verdict and interval of every family column, recomputed."
+    rows = {(f"{b} − {w}", c): (near, lo, hi) for e, c, b, w, v, m, lo, hi, near in _family(ROOT/"results"/"cpu")}
+    alpha = json.loads((ROOT/"results"/"cpu"/"PLAN.json").read_text())["alpha"]
+    seen = 0
+    for table in _findings_tables("simultaneous interval"):
+        for s in table:
+            if s["verdict"] == "outside the plan": continue
+            near, lo, hi = rows[(s["better − worse"], s["column"])]
+            assert s["verdict"] in near, (s, near)
+            a, b, level = re.fullmatch(r"(\S+) to (\S+) \(([\d.]+)%\)", s["simultaneous interval"]).groups()
+            assert _close(a, lo) and _close(b, hi) and _close(level, 100 * (1 - alpha / len(rows))), (s, lo, hi)
+            seen += 1
+    assert seen >= len(rows), seen  # every family column appears in some claims table
+
+
+def _shown_markdown() -> str:
+    nb = json.loads((ROOT/"nbs"/"findings.ipynb").read_text())
+    return "\n".join("".join(o.get("data", {}).get("text/markdown", "")) for c in nb["cells"] for o in c.get("outputs", []))
 
 
 def _claim_of(exp, better, worse, column):
@@ -109,14 +135,24 @@ def _claim_of(exp, better, worse, column):
     return next(c["claim"] for c in doc["contrasts"] if (c["better"], c["worse"], c["column"]) == (better, worse, column))
 
 
-def _findings_table(header: str) -> list[dict]:
-    "The findings page's shown table (its HTML output) whose header holds `header`: one dict per row."
+def _findings_tables(header: str) -> list[list[dict]]:
+    "The findings page's shown tables (HTML outputs) whose header holds `header`: each a list of row dicts."
     nb = json.loads((ROOT/"nbs"/"findings.ipynb").read_text())
-    html = next(h for c in nb["cells"] for o in c.get("outputs", []) if header in (h := "".join(o.get("data", {}).get("text/html", ""))))
-    rows = [[unescape(re.sub(r"<[^>]+>", "", x)).strip() for x in re.findall(r"<t[dh][^>]*>(.*?)</t[dh]>", r, re.S)]
-            for r in re.findall(r"<tr[^>]*>(.*?)</tr>", html, re.S)]
-    head = rows[0]
-    return [dict(zip(head, r)) for r in rows[1:]]
+    out = []
+    for c in nb["cells"]:
+        for o in c.get("outputs", []):
+            for html in re.findall(r"<table.*?</table>", "".join(o.get("data", {}).get("text/html", "")), re.S):
+                rows = [[unescape(re.sub(r"<[^>]+>", "", x)).strip() for x in re.findall(r"<t[dh][^>]*>(.*?)</t[dh]>", r, re.S)]
+                        for r in re.findall(r"<tr[^>]*>(.*?)</tr>", html, re.S)]
+                if rows and header in rows[0]: out.append([dict(zip(rows[0], r)) for r in rows[1:]])
+    return out
+
+
+def _findings_table(header: str) -> list[dict]:
+    "The one shown table whose header holds `header`."
+    tables = _findings_tables(header)
+    assert len(tables) == 1, (header, len(tables))
+    return tables[0]
 
 
 def test_findings_pilot_read_by_the_registered_family_recomputed_without_sentcl():
