@@ -13,7 +13,8 @@ import numpy as np
 import torch
 
 from .core import SentclError, quiet_transformers
-from .encoders import EncoderSettings, special_wrap, split_template
+from .encoders import EncoderSettings
+from .encoders.templates import special_wrap, split_template
 
 # %% auto #0
 __all__ = ['BATCH_DEPENDENT', 'padded_length', 'token_rows', 'pad_rows', 'interleave', 'group_features', 'to_device',

@@ -16,7 +16,8 @@ from torch import Tensor, nn
 
 from ..batching import group_features, padded_length, to_device
 from ..core import SentclError, default
-from ..encoders import attention_bias, model_inputs, pool
+from ..encoders import attention_bias, model_inputs
+from ..encoders.pooling import pool
 from ..losses import nt_xent
 from .base import NON_NEGATIVE, Method, MethodConfig, batch_generator, bert_init_
 

@@ -13,7 +13,7 @@ from torch import Tensor, nn
 from ..core import SentclError
 from .models import SentenceTransformer, attach_heads, check_raw_output, transformer_of, unwrap_model
 from .batches import embed_batch, gather, gather_ids
-from ..encoders import tokenize_with_template
+from ..encoders.templates import tokenize_with_template
 from ..losses import bml_loss, info_nce, nt_xent, pairsupcon_instance_loss, sncse_negative_loss
 from ..losses import sncse_positive_loss, supcon_loss
 from ..methods.base import batch_generator
