@@ -22,7 +22,7 @@ from ..methods import get_method, method_config
 from .parameters import DEFAULT_PRESET
 from .presets import Preset, resolve_preset
 from .rehearsal import REHEARSAL_MINI_BATCH, REHEARSAL_STEPS, rehearsal_model_folder
-from ..train.trainer import RunOptions, checked_options, resolve_options
+from ..train.trainer import RunOptions, checked_options, options_record, resolve_options
 from ..views import VIEWS
 
 # %% auto #0
@@ -102,7 +102,7 @@ _NOT_WEIGHTS = ("out", "resume", "progress", "save_every", "stop_after", "report
 
 def training_key(method:str, config:MethodConfig, options:RunOptions) -> str:
     "A short hash of everything that decides a training run's weights."
-    opts = {k: v for k, v in dataclasses.asdict(options).items() if k not in _NOT_WEIGHTS}
+    opts = {k: v for k, v in options_record(options).items() if k not in _NOT_WEIGHTS}
     blob = json.dumps([method, dataclasses.asdict(config), opts], sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
@@ -209,7 +209,9 @@ PLAN_VERSION = "sentcl.experiments.session.plan/1"
 def plan_record(run:Run) -> dict:
     "`run` as JSON-ready data: its key, its training key, and every field (config and options as dicts)."
     key = None if run.method is None else training_key(run.method, run.config, run.options)
-    return {"key": run.key, "training_key": key, **dataclasses.asdict(run)}
+    record = dataclasses.asdict(run)
+    if run.options is not None: record["options"] = options_record(run.options)  # unset options: not recorded
+    return {"key": run.key, "training_key": key, **record}
 
 # %% ../../nbs/72_experiments_plan.ipynb #bdee61d0
 def run_from_record(record:dict) -> Run:

@@ -46,10 +46,10 @@ from .schedules import build_optimizer, build_scheduler, total_steps
 from ..views import VIEWS, View, build_view
 
 # %% auto #0
-__all__ = ['RESUME_MAY_CHANGE', 'RUN_ENTRIES', 'FINISH_POINTS', 'RunOptions', 'run_record', 'flat_record', 'checked_options',
-           'resolve_options', 'resolve', 'Trainer', 'default_loader_workers', 'compile_encoder', 'export_model',
-           'finished_summary', 'finished_run', 'writable_folder', 'check_run_folder', 'load_training_data',
-           'training_view', 'train']
+__all__ = ['RESUME_MAY_CHANGE', 'WHEN_SET', 'COMPILE_MODES', 'RUN_ENTRIES', 'FINISH_POINTS', 'RunOptions', 'options_record',
+           'run_record', 'flat_record', 'checked_options', 'resolve_options', 'resolve', 'Trainer',
+           'default_loader_workers', 'compile_encoder', 'export_model', 'finished_summary', 'finished_run',
+           'writable_folder', 'check_run_folder', 'load_training_data', 'training_view', 'train']
 
 # %% ../../nbs/46_train_trainer.ipynb #49e5aa4e
 @dataclass
@@ -69,26 +69,47 @@ class RunOptions:
     # DataLoader worker processes that build and tokenize batches ahead of the step; None: `default_loader_workers`
     loader_workers:int|None = field(default=None, metadata={"range": NON_NEGATIVE})
     log_every:int = 10 # read the loss terms from the device (and check them) every N steps, not every step
-    compile:bool = False # torch.compile the encoder (measured on a GPU; never turned on by sentcl itself)
+    # torch.compile the encoder (measured on a GPU; never turned on by sentcl itself): True, or "reduce-overhead" (CUDA
+    # graphs: one captured step replayed; needs pad_to_max_length, the same shape every step)
+    compile:bool|str = False
+    # pad every group to the config's max_length (short-sentence methods: one shape every step, which CUDA graphs need);
+    # the padding is masked, so the loss is the per-batch padding's. Recorded only when set: plans without it are unchanged
+    pad_to_max_length:bool = field(default=False, metadata={"recorded": "when set"})
     report_to:str = "none" # training curves: none, tensorboard (RUN/tensorboard) or trackio, see sentcl.train.curves
 
 # %% ../../nbs/46_train_trainer.ipynb #e39104c2
 RESUME_MAY_CHANGE = ("run.out", "run.stop_after", "run.save_every", "run.resume", "run.progress", "run.loader_workers",
                      "run.log_every", "run.compile", "run.report_to")
 
+WHEN_SET = tuple(f.name for f in dataclasses.fields(RunOptions) if f.metadata.get("recorded") == "when set")
+
+def options_record(options:RunOptions) -> dict:
+    "`options` as data: every field, less those recorded only when set (`WHEN_SET`) left at their defaults."
+    fields = {f.name: f for f in dataclasses.fields(options)}
+    return {k: v for k, v in dataclasses.asdict(options).items() if k not in WHEN_SET or v != fields[k].default}
+
 def run_record(method:str, config:MethodConfig, options:RunOptions) -> dict:
     "A run as data: {'run': {'method': name, **options}, 'method': {**config}} (what `--show-config` prints)."
-    return {"run": {"method": method, **dataclasses.asdict(options)}, "method": dataclasses.asdict(config)}
+    return {"run": {"method": method, **options_record(options)}, "method": dataclasses.asdict(config)}
 
 def flat_record(record:dict) -> dict:
     "`run_record` flattened to `run.<option>` and `method.<field>` keys (config.json, and what resume compares)."
     return {f"{part}.{k}": v for part, d in record.items() for k, v in d.items()}
 
 # %% ../../nbs/46_train_trainer.ipynb #32d818d1
+COMPILE_MODES = (False, True, "reduce-overhead")  # RunOptions.compile: off, torch.compile's default mode, CUDA graphs
+
 def checked_options(options:RunOptions) -> RunOptions:
     "`options` with every field checked (`check_field`): a one-line error names the first that is out of range."
-    return dataclasses.replace(options, **{f.name: check_field(RunOptions, f.name, getattr(options, f.name))
-                                           for f in dataclasses.fields(options)})
+    options = dataclasses.replace(options, **{f.name: check_field(RunOptions, f.name, getattr(options, f.name))
+                                              for f in dataclasses.fields(options)})
+    if options.compile not in COMPILE_MODES:
+        raise SentclError(f"compile={options.compile!r} is not a valid RunOptions setting: expected False, True or "
+                          "'reduce-overhead' (CUDA graphs)")
+    if options.compile == "reduce-overhead" and not options.pad_to_max_length:
+        raise SentclError("--compile reduce-overhead captures CUDA graphs, which replay one shape, but this run pads each "
+                          "batch to its own longest row; add --pad-to-max-length (a fixed shape), or use --compile")
+    return options
 
 def resolve_options(method:str, # a key of `sentcl.methods.METHODS` (the default run folder is runs/<method>)
                     options:RunOptions, # how the run executes
@@ -133,8 +154,9 @@ class Trainer:
         self.device = method.encoder.device
         self.batches_per_epoch = self._check_data()
         self.total = total_steps(self.batches_per_epoch, self.cfg.epochs, options.max_steps)
+        graphs = options.compile == "reduce-overhead" and self.device.type == "cuda"  # CUDA graphs: counts on the device
         self.optimizer = build_optimizer(self.cfg.optimizer, method.param_groups(), self.cfg.lr,
-                                         self.cfg.weight_decay, self.cfg.eps)
+                                         self.cfg.weight_decay, self.cfg.eps, capturable=graphs)
         self.scheduler = build_scheduler(self.optimizer, self.cfg, self.total)
         self.autocast = lambda: autocast_context(options.precision, self.device)
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=options.precision == "fp16")
@@ -144,7 +166,8 @@ class Trainer:
         self.workers = default(options.loader_workers, default_loader_workers(self.device))
         self.unread, self.t_read = [], None # steps whose loss terms are still on the device; when they were last read
         self.in_flight = None # the last window of terms on its way to the host (`_queue_log`), written one window later
-        if options.compile: compile_encoder(method)
+        if options.pad_to_max_length: method.check_fixed_length(); method.pad_to_max_length = True  # in workers too
+        if options.compile: compile_encoder(method, "reduce-overhead" if options.compile == "reduce-overhead" else None)
         self.curves = NoCurves() # training curves: `begin` opens the writer `options.report_to` names (rank 0)
         broadcast_parameters(method)
 
@@ -156,13 +179,14 @@ def default_loader_workers(device) -> int:
     return max(0, min(4, (os.cpu_count() or 1) - 1))
 
 # %% ../../nbs/46_train_trainer.ipynb #8fc6b7a0
-def compile_encoder(method:Method):
-    "Compile the method's transformer in place with `torch.compile` (its parameters and state dict unchanged)."
+def compile_encoder(method:Method, mode:str|None=None):
+    ("Compile the method's transformer in place with `torch.compile` (its parameters and state dict unchanged); "
+     "`mode` 'reduce-overhead': CUDA graphs, whose inputs inductor copies into static buffers (a CPU compiles without them)")
     import torch._dynamo
     cfg = torch._dynamo.config
     name = "recompile_limit" if hasattr(cfg, "recompile_limit") else "cache_size_limit"
     setattr(cfg, name, max(getattr(cfg, name), 64))          # a graph per padded shape, a few dozen at most
-    method.encoder.model.compile(dynamic=False)
+    method.encoder.model.compile(dynamic=False, **({"mode": mode} if mode else {}))
 
 # %% ../../nbs/46_train_trainer.ipynb #4df7bb2b
 @patch
@@ -308,6 +332,7 @@ def _sentences_in(batch:dict) -> int:
 def train_step(self:Trainer, batch:dict):
     "One optimiser step on a global batch (its terms queued every `log_every` steps), then any evaluation or checkpoint due."
     if self.t_read is None: self.t_read = time.time()
+    if self.opts.compile == "reduce-overhead": torch.compiler.cudagraph_mark_step_begin()  # a new step: replay anew
     loss, terms = self._gradients(to_device(batch, self.device))
     lr = self._update()
     self.step, self.position, self.done_now = self.step + 1, self.position + 1, self.done_now + 1
@@ -405,7 +430,8 @@ def finished_run(out, record:dict) -> dict|None:
     try: saved = json.loads((Path(out)/"config.json").read_text(encoding="utf-8")) if done else {}
     except (OSError, ValueError): return None
     current = json.loads(json.dumps(record, default=str))
-    return None if config_differences({k: saved.get(k) for k in current}, current, ignore=RESUME_MAY_CHANGE) else done
+    keys = [*current, *(f"run.{k}" for k in WHEN_SET)]  # an option recorded only when set: set there, unset here
+    return None if config_differences({k: saved.get(k) for k in keys}, current, ignore=RESUME_MAY_CHANGE) else done
 
 # %% ../../nbs/46_train_trainer.ipynb #394b1084
 RUN_ENTRIES = ("summary.json", CHECKPOINT, PREVIOUS, CHECKSUMS, "best", "model", "config.json", "metrics.jsonl",
@@ -441,7 +467,8 @@ def _not_this_run(out:Path, record:dict|None) -> str|None:
     if not (isinstance(saved, dict) and "run.method" in saved and "method.model" in saved):
         return f"holds files of no sentcl run ({', '.join(names[:5])}{', ...' * (len(names) > 5)})"
     current = json.loads(json.dumps(record or {}, default=str))
-    diff = config_differences({k: saved.get(k) for k in current}, current, ignore=RESUME_MAY_CHANGE)
+    keys = [*current, *(f"run.{k}" for k in WHEN_SET)]
+    diff = config_differences({k: saved.get(k) for k in keys}, current, ignore=RESUME_MAY_CHANGE)
     said = [f"{k}: {saved.get(k)!r} there, {current.get(k)!r} now" for k in diff[:3]]
     return f"holds a sentcl run of another config ({'; '.join(said)})" if diff else None
 
