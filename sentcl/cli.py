@@ -163,7 +163,7 @@ CONFIG_FLAGS = ("epochs", "batch_size", "lr", "seed", "eval_every")
 # %% ../nbs/90_cli.ipynb #178c1b9d
 def train_request(args:argparse.Namespace) -> tuple:
     "What `sentcl train` asks for: (method, method-config overrides, `RunOptions`); --model wins over --set model=."
-    from sentcl.train.trainer import RunOptions
+    from sentcl.train.options import RunOptions
     overrides = {k: getattr(args, k) for k in CONFIG_FLAGS if getattr(args, k) is not None}
     overrides = {**overrides, **parse_sets(args.sets), **({"model": args.model} if args.model else {})}
     options = RunOptions(out=args.out, preset=args.preset, train_data=args.train_data, data_dir=args.data_dir,
@@ -181,7 +181,7 @@ def train_request(args:argparse.Namespace) -> tuple:
 def run_folder_lock(out):
     "Hold run folder `out`'s `TrainingLock` (under torchrun: rank 0's); a folder made for it and left empty goes after."
     from sentcl.experiments.execute import TrainingLock
-    from sentcl.train.trainer import writable_folder
+    from sentcl.train.run_folder import writable_folder
     made = not Path(out).exists()
     try:
         if os.environ.get("RANK", "0") != "0": yield; return  # torchrun's other ranks write nothing
@@ -193,7 +193,8 @@ def run_folder_lock(out):
 # %% ../nbs/90_cli.ipynb #709dad9c
 def run_train(args) -> int:
     "Train one method run under its folder's lock, or with --show-config print its resolved config and run options."
-    from sentcl.train.trainer import resolve, run_record, train
+    from sentcl.train.options import resolve, run_record
+    from sentcl.train.trainer import train
     method, overrides, options = train_request(args)
     config, resolved = resolve(method, overrides, options)
     if args.show_config:

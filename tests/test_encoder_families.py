@@ -111,5 +111,6 @@ def test_every_method_trains_and_saves_on_every_family(family_dir, tmp_path, fam
     theirs = st.SentenceTransformer(str(tmp_path / "run" / "model"), device="cpu",
                                     trust_remote_code=True).encode(SENTENCES)
     # The same fp32 weights through two codes (sentcl's forward and pooling, sentence-transformers' modules):
-    # sums taken in another order differ in the last bits, about 1e-7 on these vectors.
-    np.testing.assert_allclose(ours, theirs, rtol=1e-4, atol=1e-5)
+    # sums taken in another order differ in the last bits, about 1e-7 on these vectors here and more on other CPUs'
+    # kernels: 1e-4 relative to the largest entry.
+    np.testing.assert_allclose(ours, theirs, rtol=1e-4, atol=1e-4 * np.abs(theirs).max())

@@ -13,6 +13,12 @@ SENTENCES = ["A man is playing a guitar.", "Someone plays an instrument.", "", "
              "The quick brown fox jumps over the lazy dog."]
 
 
+def assert_two_codes_agree(got, want):
+    """Vectors of the same fp32 weights through two codes or batchings: sums in another order differ in the last bits,
+    more on some CPUs' kernels than on others, so 1e-4 relative to the largest entry (a real difference is far larger)."""
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+
+
 def cos_gap(a, b):
     a = a / np.maximum(np.linalg.norm(a, axis=1, keepdims=True), 1e-12)
     b = b / np.maximum(np.linalg.norm(b, axis=1, keepdims=True), 1e-12)
@@ -24,7 +30,7 @@ def test_default_equals_sentence_transformers():
     theirs = st.SentenceTransformer(str(default_model_path()), device="cpu").encode(SENTENCES, batch_size=4)
     assert ours.shape == theirs.shape == (len(SENTENCES), 384)
     assert cos_gap(ours, theirs).max() < 1e-5
-    np.testing.assert_allclose(ours, theirs, atol=1e-5)
+    assert_two_codes_agree(ours, theirs)
 
 
 @pytest.mark.parametrize("pooling", ["mean", "cls_before_pooler", "cls"])
@@ -35,7 +41,7 @@ def test_save_loads_in_sentence_transformers(tmp_path, pooling):
     got_st = st.SentenceTransformer(str(tmp_path / "m"), device="cpu").encode(SENTENCES)
     got_ours = SentenceEncoder(tmp_path / "m").encode(SENTENCES)
     assert SentenceEncoder(tmp_path / "m").settings.pooling == pooling
-    np.testing.assert_allclose(got_st, want, atol=1e-5)
+    assert_two_codes_agree(got_st, want)
     np.testing.assert_allclose(got_ours, want, atol=1e-6)
 
 
@@ -48,7 +54,7 @@ def test_mask_pooling_folder_loads_with_template(tmp_path):
     assert (back.settings.pooling, back.settings.template, back.settings.max_length) == ("mask", template, 24)
     np.testing.assert_allclose(back.encode(SENTENCES), want, atol=1e-6)
     got_st = load_sentence_transformer(tmp_path / "m", device="cpu").encode(SENTENCES)
-    np.testing.assert_allclose(got_st, want, atol=1e-5)
+    assert_two_codes_agree(got_st, want)
 
 
 def test_template_survives_truncation():
@@ -78,7 +84,7 @@ def test_liao_pooling_folders_load_in_sentence_transformers(tmp_path, pooling):
     np.testing.assert_allclose(back.encode(SENTENCES, batch_size=one_batch), want, atol=1e-6)
     got_st = load_sentence_transformer(tmp_path / "m", device="cpu").encode(
         SENTENCES, batch_size=one_batch)
-    np.testing.assert_allclose(got_st, want, atol=1e-5)
+    assert_two_codes_agree(got_st, want)
     small = enc.encode(SENTENCES, batch_size=2)  # padded with shorter neighbours: the same, or a larger vector
-    same = np.allclose(small, want, atol=1e-6)
+    same = np.allclose(small, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())  # other batches: two computations
     assert same if pooling == "mean_no_cls" else not same

@@ -16,7 +16,8 @@ import torch
 from sentcl.batching import PreparedBatches
 from sentcl.core import SentclError
 from sentcl.methods import build_method
-from sentcl.train.trainer import RunOptions, resolve, train, training_view
+from sentcl.train.options import RunOptions, resolve
+from sentcl.train.trainer import train, training_view
 
 SMALL = {"model": "tiny", "eval_every": None, "select_on_dev": False}
 SHORT = ("simcse-unsup", "sncse")  # the short-sentence methods the option is for
@@ -28,14 +29,15 @@ SENTENCES = [f"a {who} is {what} {where}." for who in ("man", "woman", "child", 
 def test_plans_and_training_keys_are_unchanged_unless_the_option_is_chosen():
     "Every run of every experiment: no record of the option and the training key of the options before it existed."
     from sentcl.experiments.catalog.registry import EXPERIMENTS, get_experiment
-    from sentcl.experiments.plan import _NOT_WEIGHTS, plan_record, plan_runs, training_key
+    from sentcl.experiments.plan import plan_record, plan_runs
+    from sentcl.train.options import WEIGHT_FREE_OPTIONS, training_key
     import hashlib
     for name in EXPERIMENTS:
         for run in (r for r in plan_runs(get_experiment(name), "paper", Path("/nonexistent")/name) if r.method):
             record = plan_record(run)
             assert "pad_to_max_length" not in record["options"], name
             before = {k: v for k, v in dataclasses.asdict(run.options).items()
-                      if k not in _NOT_WEIGHTS and k != "pad_to_max_length"}  # RunOptions without the new field
+                      if k not in WEIGHT_FREE_OPTIONS and k != "pad_to_max_length"}  # RunOptions without the new field
             blob = json.dumps([run.method, dataclasses.asdict(run.config), before], sort_keys=True, default=str)
             assert record["training_key"] == hashlib.sha256(blob.encode()).hexdigest()[:12], (name, run.arm)
     fixed = dataclasses.replace(run, options=dataclasses.replace(run.options, pad_to_max_length=True))

@@ -66,10 +66,14 @@ def test_ddp_ranks_keep_the_single_process_queue(tmp_path):
     mp.spawn(_ddp_worker, args=(2, port, str(tmp_path / "r")), nprocs=2, join=True)
     for rank in (0, 1):
         got = torch.load(tmp_path / f"r.{rank}")
-        assert torch.allclose(got["queue"], queue, atol=1e-5), rank  # the gathered rows, in rank order
-        assert abs(got["loss"] - loss) < 1e-5
+        # each rank embeds its half of the batch: other matmul shapes than one process's, float32, so 1e-4 relative
+        # (of the loss, of the queue's and of the gradients' largest entry, never below 1e-5 for gradients: the rounding
+        # of activations of order 1 reaches every entry), which other CPUs' kernels keep too
+        assert torch.allclose(got["queue"], queue, rtol=0, atol=1e-4 * float(queue.abs().max())), rank  # the gathered rows, in rank order
+        assert abs(got["loss"] - loss) < 1e-4 * max(1.0, abs(loss))
         assert want.keys() == got["grads"].keys()
-        assert max(float((want[k] - got["grads"][k]).abs().max()) for k in want) < 1e-5
+        tol = 1e-4 * max(0.1, max(float(g.abs().max()) for g in want.values()))
+        assert max(float((want[k] - got["grads"][k]).abs().max()) for k in want) < tol
 
 
 def _weights(folder):

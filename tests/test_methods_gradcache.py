@@ -40,7 +40,8 @@ def test_gradient_caching_matches_full_batch(name):
     batch = BATCHES[name]
     method.zero_grad(); full_loss, _ = method.loss(batch); full_loss.backward(); full = _grads(method)
     method.zero_grad(); cached_loss, _ = compute_gradients(method, batch, mini_batch_size=3); cached = _grads(method)
-    assert torch.isclose(cached_loss, full_loss.detach(), atol=1e-5), (cached_loss, full_loss)
+    # mini-batches of 3 against one pass: other matmul shapes, float32, so 1e-4 relative on any CPU's kernels
+    assert torch.isclose(cached_loss, full_loss.detach(), rtol=1e-4, atol=1e-5), (cached_loss, full_loss)
     assert full.keys() == cached.keys()
     for n in full:
         assert torch.allclose(full[n], cached[n], atol=1e-5, rtol=1e-3), n

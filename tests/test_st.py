@@ -86,8 +86,9 @@ def test_declutr_trains_and_equals_sentcl_with_the_same_masks(tmp_path, monkeypa
     with torch.no_grad():
         ours, terms = m.loss(batch)
         theirs = loss([model.preprocess(c) for c in columns], None)
-    assert abs(float(sum(theirs.values())) - float(ours)) < 1e-6
-    assert abs(float(theirs["mlm"]) - terms["mlm"]) < 1e-6
+    # two codes in float32 (sentcl pads to 8s): 1e-4 relative, which other CPUs' kernels keep too
+    assert abs(float(sum(theirs.values())) - float(ours)) < 1e-4 * max(1.0, abs(float(ours)))
+    assert abs(float(theirs["mlm"]) - terms["mlm"]) < 1e-4 * max(1.0, abs(terms["mlm"]))
     data = datasets.declutr_dataset(docs, model, min_span=8, max_span=32)
     _, before, after = train(model, loss.train(), data, tmp_path, batch=6, batch_sampler=datasets.in_order)
     assert changed(before, after) == set(before) and "mlm_head.dense.weight" in before
@@ -101,10 +102,12 @@ def test_an_evaluator_returns_what_sentcl_eval_writes(tmp_path):
     assert run_eval(args) == 0
     written = json.loads(out.read_text())["tasks"]["stsb"]["spearman"]
     model = load_sentence_transformer(folder, device="cpu")  # sentcl's loader: no remote code
-    # two codes (sentence-transformers' modules, sentcl's encoder) whose vectors agree to about 1e-6: the Spearman x100,
-    # rounded to two decimals, may move by one unit of the rounding
+    # two codes (sentence-transformers' modules, sentcl's encoder) whose vectors agree to float32's last bits, which may
+    # swap two nearly tied cosines (on another CPU too): one swap moves a Spearman x100 over n pairs by at most
+    # 1200 / (n (n + 1)), 0.019 for these 250; 0.01 more for rounding to two decimals
     scores = evaluators.STSEvaluator("stsb", data_dir=SAMPLES_DIR)(model)
-    assert list(scores) == ["stsb_test_spearman"] and scores["stsb_test_spearman"] == pytest.approx(written, abs=0.01)
+    n = json.loads(out.read_text())["tasks"]["stsb"]["n"]
+    assert list(scores) == ["stsb_test_spearman"] and scores["stsb_test_spearman"] == pytest.approx(written, abs=0.01 + 1200 / (n * (n + 1)))
 
 
 def test_bad_inputs_are_one_line():
@@ -129,7 +132,9 @@ def test_pairsupcon_gradients_equal_sentcl():
             "classifier": m.classifier.weight.grad}
     theirs = {"word": model[0].auto_model.embeddings.word_embeddings.weight.grad,
               "head": loss.contrast_head[0].weight.grad, "classifier": loss.classifier.weight.grad}
-    for k in ours: torch.testing.assert_close(theirs[k], ours[k], atol=1e-6, rtol=1e-4)
+    # two codes in float32: 1e-4 relative, and 1e-5 absolute for entries near 0 (the rounding of activations of order 1
+    # reaches every entry: here up to 0.3 of a 1e-6 floor, too close for other CPUs' kernels)
+    for k in ours: torch.testing.assert_close(theirs[k], ours[k], atol=1e-5, rtol=1e-4)
 
 
 def test_supcon_sampled_positives_and_negatives_equal_sentcl():
@@ -142,4 +147,4 @@ def test_supcon_sampled_positives_and_negatives_equal_sentcl():
     with torch.no_grad():
         ours = float(m.loss(batch)[0])
         theirs = loss([model.preprocess(batch["premise"]), model.preprocess(batch["hypothesis"])], batch["label"])
-    assert abs(float(sum(theirs.values())) - ours) < 1e-6
+    assert abs(float(sum(theirs.values())) - ours) < 1e-4 * max(1.0, abs(ours))  # two codes, float32: 1e-4 relative

@@ -96,8 +96,9 @@ def test_an_evaluator_encodes_what_sentcl_eval_encodes(tmp_path, data_dir, caugh
     if task == "stsb":  # cosines: sentcl scores raw vectors, a model ending in Normalize hands over unit ones
         a, b = (v / np.linalg.norm(v, axis=1, keepdims=True) for v in (a, b))
     # The same fp32 weights through two codes (sentence-transformers' modules, sentcl's encoder): sums in another
-    # order differ in the last bits, below 1e-6 on these vectors (norms up to about 10).
-    np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+    # order differ in the last bits, below 1e-6 on these vectors (norms up to about 10) here, more on other CPUs'
+    # kernels: 1e-4 relative to the largest entry.
+    np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4 * np.abs(b).max())
 
 
 def test_the_models_own_length_would_not_be_the_protocol(tmp_path, data_dir):

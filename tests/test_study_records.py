@@ -4,12 +4,20 @@
    derives from its runs (`tools/refresh_results.py --check`).
 2. An independent recomputation, importing nothing of sentcl: from results/cpu/PLAN.json and the committed per-seed
    differences, each family member's simultaneous interval and verdict by the rule the plan states, set against
-   the lines README.md prints.
+   the lines README.md prints (the findings page prints the same lines: tests/test_readme_study.py); and the pilot's
+   data read by the registered confirmatory family (results/confirm/PLAN.json), set against the findings page's table.
+   Every word of the rule's vocabulary (supported, contradicted, smaller than / as large as / larger than the paper's
+   or the smallest effect of interest, inconclusive) is exercised on made-up intervals.
+   Tolerance: this recomputation and the library's are two computations of the same floats (scipy's t quantile, sums
+   in another order, another CPU's kernels), which agree to about 1e-15 relative; a printed number is checked to half a
+   unit of its last digit, and a verdict whose interval ends within 1e-9 (relative) of zero or of the reference may read
+   either way, so either word is accepted there (`_verdicts_near`).
 """
 import importlib.util
 import json
 import math
 import re
+from html import unescape
 from pathlib import Path
 
 from scipy import stats
@@ -46,9 +54,15 @@ def _verdict(lo, hi, ref, of):
     return f"smaller than {of}" if hi < r else "inconclusive"
 
 
-def _family(results: Path):
-    "Per plan member: (experiment, column, diffs, verdict, mean, lo, hi), by the plan's stated rule."
-    plan = json.loads((results/"PLAN.json").read_text())
+def _verdicts_near(lo, hi, ref, of):
+    "The verdicts of the interval and of it moved by a hair (1e-9 relative) at either end: what another CPU may print."
+    eps = 1e-9 * max(1.0, abs(lo), abs(hi), abs(ref or 0.0))
+    return {_verdict(lo + a, hi + b, ref, of) for a in (-eps, 0.0, eps) for b in (-eps, 0.0, eps)}
+
+
+def _family(results: Path, plan_file: Path | None = None):
+    "Per plan member: (experiment, column, better, worse, verdict, mean, lo, hi, near), by the plan's stated rule."
+    plan = json.loads((plan_file or results/"PLAN.json").read_text())
     rows, members = [], []
     for m in plan["family"]:
         doc = json.loads((results/m["experiment"]/"results.json").read_text())
@@ -63,7 +77,7 @@ def _family(results: Path):
         half = stats.t.ppf(1 - plan["alpha"] / (2 * k), n - 1) * sd / math.sqrt(n)
         ref, of = (c["paper_diff"], "the paper's") if c["paper_diff"] is not None else (m.get("sesoi"), "the smallest effect of interest")
         rows.append((m["experiment"], m["column"], m["better"], m["worse"], _verdict(mean - half, mean + half, ref, of),
-                     mean, mean - half, mean + half))
+                     mean, mean - half, mean + half, _verdicts_near(mean - half, mean + half, ref, of)))
     return rows
 
 
@@ -75,24 +89,103 @@ def _close(shown: str, x: float) -> bool:
     return abs(float(shown) - x) <= unit / 2 + 1e-12 * max(1.0, abs(x))
 
 
-def test_readme_verdicts_recomputed_without_sentcl():
-    readme = (ROOT/"README.md").read_text()
+def test_readme_and_findings_verdicts_recomputed_without_sentcl():
+    "Every verdict line README and the findings page print (its summary and each experiment's lines), recomputed."
+    texts = {"README.md": (ROOT/"README.md").read_text(), "nbs/findings.ipynb": _shown_markdown()}
     rows = _family(ROOT/"results"/"cpu")
     assert len(rows) == 17
-    for exp, col, better, worse, verdict, mean, lo, hi in rows:
-        line = next((l for l in readme.splitlines() if l.startswith(f"- `{exp}`,") and f"(`{col}`): *" in l
-                     and _claim_of(exp, better, worse, col) in l), None)
-        assert line, f"README prints no verdict line for {exp} {better} − {worse} on {col}"
-        m = re.search(r": \*(.+?)\* at the CPU study's scale, mean (\S+), simultaneous [\d.]+% interval (\S+) to (\S+) \(", line)
-        assert m, line
-        assert m.group(1) == verdict, (line, verdict)
-        assert _close(m.group(2), mean) and _close(m.group(3), lo) and _close(m.group(4), hi), (line, mean, lo, hi)
+    for where, text in texts.items():
+        for exp, col, better, worse, verdict, mean, lo, hi, near in rows:
+            lines = [l for l in text.splitlines() if l.startswith(f"- `{exp}`,") and f"(`{col}`): *" in l
+                     and _claim_of(exp, better, worse, col) in l]
+            assert lines, f"{where} prints no verdict line for {exp} {better} − {worse} on {col}"
+            for line in lines:
+                m = re.search(r": \*(.+?)\* at the CPU study's scale, mean (\S+), simultaneous [\d.]+% interval (\S+) to (\S+) \(", line)
+                assert m, line
+                assert m.group(1) in near, (where, line, verdict)
+                assert _close(m.group(2), mean) and _close(m.group(3), lo) and _close(m.group(4), hi), (where, line, mean, lo, hi)
+        shown = len([l for l in text.splitlines() if re.match(r"- `[\w-]+`, .*\* at the CPU study's scale", l)])
+        assert shown >= len(rows), (where, shown)
+
+
+def test_findings_claim_tables_recomputed_without_sentcl():
+    "Each experiment's claims table on the findings page: the verdict and interval of every family column, recomputed."
+    rows = {(f"{b} − {w}", c): (near, lo, hi) for e, c, b, w, v, m, lo, hi, near in _family(ROOT/"results"/"cpu")}
+    alpha = json.loads((ROOT/"results"/"cpu"/"PLAN.json").read_text())["alpha"]
+    seen = 0
+    for table in _findings_tables("simultaneous interval"):
+        for s in table:
+            if s["verdict"] == "outside the plan": continue
+            near, lo, hi = rows[(s["better − worse"], s["column"])]
+            assert s["verdict"] in near, (s, near)
+            a, b, level = re.fullmatch(r"(\S+) to (\S+) \(([\d.]+)%\)", s["simultaneous interval"]).groups()
+            assert _close(a, lo) and _close(b, hi) and _close(level, 100 * (1 - alpha / len(rows))), (s, lo, hi)
+            seen += 1
+    assert seen >= len(rows), seen  # every family column appears in some claims table
+
+
+def _shown_markdown() -> str:
+    nb = json.loads((ROOT/"nbs"/"findings.ipynb").read_text())
+    return "\n".join("".join(o.get("data", {}).get("text/markdown", "")) for c in nb["cells"] for o in c.get("outputs", []))
 
 
 def _claim_of(exp, better, worse, column):
     "The claim's words as the results hold them (to pick the README line of one claim column)."
     doc = json.loads((ROOT/"results"/"cpu"/exp/"results.json").read_text())
     return next(c["claim"] for c in doc["contrasts"] if (c["better"], c["worse"], c["column"]) == (better, worse, column))
+
+
+def _findings_tables(header: str) -> list[list[dict]]:
+    "The findings page's shown tables (HTML outputs) whose header holds `header`: each a list of row dicts."
+    nb = json.loads((ROOT/"nbs"/"findings.ipynb").read_text())
+    out = []
+    for c in nb["cells"]:
+        for o in c.get("outputs", []):
+            for html in re.findall(r"<table.*?</table>", "".join(o.get("data", {}).get("text/html", "")), re.S):
+                rows = [[unescape(re.sub(r"<[^>]+>", "", x)).strip() for x in re.findall(r"<t[dh][^>]*>(.*?)</t[dh]>", r, re.S)]
+                        for r in re.findall(r"<tr[^>]*>(.*?)</tr>", html, re.S)]
+                if rows and header in rows[0]: out.append([dict(zip(rows[0], r)) for r in rows[1:]])
+    return out
+
+
+def _findings_table(header: str) -> list[dict]:
+    "The one shown table whose header holds `header`."
+    tables = _findings_tables(header)
+    assert len(tables) == 1, (header, len(tables))
+    return tables[0]
+
+
+def test_findings_pilot_read_by_the_registered_family_recomputed_without_sentcl():
+    "The findings page's table of the pilot's data read by the registered family and rule, recomputed here."
+    rows = _family(ROOT/"results"/"cpu", ROOT/"results"/"confirm"/"PLAN.json")
+    plan = json.loads((ROOT/"results"/"confirm"/"PLAN.json").read_text())
+    assert len(rows) == len(plan["family"])  # every registered column has pilot data
+    shown = _findings_table("pilot (its data, this family)")
+    assert len(shown) == len(rows), shown
+    for r, s in zip(rows, shown):
+        exp, col, better, worse, verdict, *_, near = r
+        assert (s["experiment"], s["column"], s["better − worse"]) == (exp, col, f"{better} − {worse}"), (s, r)
+        assert s["pilot (its data, this family)"] in near, (s, verdict)
+    words = {s["pilot (its data, this family)"] for s in shown}
+    assert "contradicted" in words and any(w.startswith("supported") for w in words), words  # the words it holds now
+
+
+def test_every_word_of_the_rule():
+    "The rule's vocabulary on made-up intervals (the paper's difference +1, or a smallest effect of interest)."
+    cases = [((0.2, 0.8, 1.0, "the paper's"), "supported, smaller than the paper's"),
+             ((0.5, 1.5, 1.0, "the paper's"), "supported, as large as the paper's"),
+             ((1.2, 1.5, 1.0, "the paper's"), "supported, larger than the paper's"),
+             ((-0.8, -0.2, 1.0, "the paper's"), "contradicted"),
+             ((-0.2, 0.5, 1.0, "the paper's"), "smaller than the paper's"),
+             ((-0.2, 1.5, 1.0, "the paper's"), "inconclusive"),
+             ((-1.5, 0.2, -1.0, "the paper's"), "inconclusive"),  # a negative claim: the paper's sign is the side
+             ((-0.5, -0.2, -1.0, "the paper's"), "supported, smaller than the paper's"),
+             ((-0.1, 0.1, 0.05, "the smallest effect of interest"), "inconclusive"),
+             ((-0.01, 0.01, 0.05, "the smallest effect of interest"), "smaller than the smallest effect of interest"),
+             ((0.1, 0.3, None, "x"), "supported"), ((-0.3, 0.1, None, "x"), "inconclusive")]
+    for args, word in cases:
+        assert _verdict(*args) == word, (args, _verdict(*args), word)
+    assert _verdicts_near(-1e-12, 0.5, 1.0, "the paper's") == {"smaller than the paper's", "supported, smaller than the paper's"}
 
 
 def test_the_recomputation_can_fail():

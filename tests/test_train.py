@@ -42,6 +42,17 @@ def max_gap(a, b):
     return max(float((a[k] - b[k]).abs().max()) for k in a)
 
 
+def close_to(got_loss, got_grads, want_loss, want_grads):
+    """Loss and gradients of mini-batches or ranks against one pass over the whole batch: other matmul shapes in float32,
+    so sums in another order, more apart on some CPUs' kernels than on others: 1e-4 relative, of the loss and of the
+    largest gradient entry, and never below 1e-5 for the gradients (the rounding of activations of order 1 reaches every
+    entry: 3e-8 to 3e-6 apart here, under the host's, older and one-thread kernels alike; a wrong gradient is off by
+    far more)."""
+    scale = max(0.1, max(float(g.abs().max()) for g in want_grads.values()))
+    assert abs(float(got_loss) - float(want_loss)) < 1e-4 * max(1.0, abs(float(want_loss))), (float(got_loss), float(want_loss))
+    assert max_gap(want_grads, got_grads) < 1e-4 * scale, (max_gap(want_grads, got_grads), scale)
+
+
 CONTRASTIVE = ["pairsupcon", "pairsupcon-instdisc", "supcon", "sncse", "declutr", "simcse-unsup", "simcse-sup"]
 
 
@@ -56,8 +67,7 @@ def test_gradient_caching_equals_big_batch(name):
     torch.manual_seed(1)
     loss_cached, terms_cached = compute_gradients(method, batch, mini_batch_size=3)
     g_cached = grads(method)
-    assert abs(float(loss_plain) - float(loss_cached)) < 1e-5, (float(loss_plain), float(loss_cached))
-    assert max_gap(g_plain, g_cached) < 1e-5
+    close_to(loss_cached, g_cached, loss_plain, g_plain)
     assert any(k.startswith("encoder.") for k in g_cached)
 
 
@@ -93,8 +103,7 @@ def test_ddp_gradients_equal_single_process(tmp_path, name):
     want = grads(method)
     mp.spawn(_ddp_worker, args=(2, port, name, str(tmp_path / "r0.pt")), nprocs=2, join=True)
     got = torch.load(tmp_path / "r0.pt")
-    assert abs(got["loss"] - float(loss)) < 1e-5
-    assert max_gap(want, got["grads"]) < 1e-5
+    close_to(got["loss"], got["grads"], loss, want)
 
 
 def sentcl(*args, **kw):
@@ -131,7 +140,7 @@ def test_saved_model_matches_sentence_transformers(tmp_path, name):
     ours = SentenceEncoder(tmp_path / "run" / "model").encode(sents)
     from sentcl.st_modules import load_sentence_transformer  # sentcl's module classes: no remote code
     theirs = load_sentence_transformer(tmp_path / "run" / "model", device="cpu").encode(sents)
-    np.testing.assert_allclose(ours, theirs, atol=1e-5)
+    np.testing.assert_allclose(ours, theirs, rtol=1e-4, atol=1e-4 * np.abs(theirs).max())  # two codes, float32: 1e-4 relative
 
 
 def test_cli_resume_and_bad_inputs(tmp_path):

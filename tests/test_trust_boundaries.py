@@ -181,7 +181,7 @@ def test_a_planted_auto_map_never_runs(tmp_path):
                  lambda: sentence_transformer(str(folder), device="cpu")):
         got = load().encode(sents)
         assert not marker.exists(), "a module the folder named was imported"
-        np.testing.assert_allclose(np.asarray(got), want, atol=1e-5)
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-4, atol=1e-4 * np.abs(want).max())  # three codes, float32
 
 
 @pytest.mark.parametrize("given, said", [

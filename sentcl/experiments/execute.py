@@ -32,7 +32,8 @@ from .plan import Run
 from ..precision import resolve_precision
 from .catalog.registry import paper_tasks
 from .rehearsal import prepare_rehearsal
-from ..train.trainer import RunOptions, train
+from ..train.options import RunOptions
+from ..train.trainer import train
 
 # %% auto #0
 __all__ = ['LOCK_TOKEN', 'TrainingLock', 'LockLost', 'torchrun_command', 'train_run', 'device_type', 'evaluated_as_planned',

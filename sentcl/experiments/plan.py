@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,12 +21,13 @@ from ..methods import get_method, method_config
 from .parameters import DEFAULT_PRESET
 from .presets import Preset, resolve_preset
 from .rehearsal import REHEARSAL_MINI_BATCH, REHEARSAL_STEPS, rehearsal_model_folder
-from ..train.trainer import RunOptions, checked_options, options_record, resolve_options
+from ..train.options import RunOptions, attempt_options, checked_options, options_from_record, options_record, resolve_options
+from ..train.options import stored_options, training_key
 from ..views import VIEWS
 
 # %% auto #0
-__all__ = ['PLAN_VERSION', 'run_key', 'Run', 'plan_row', 'arm_overrides', 'training_key', 'rehearsal_run', 'plan_runs',
-           'plan_record', 'run_from_record', 'write_plan', 'check_plan', 'read_plan']
+__all__ = ['PLAN_VERSION', 'run_key', 'Run', 'plan_row', 'arm_overrides', 'rehearsal_run', 'plan_runs', 'plan_record',
+           'run_from_record', 'write_plan', 'check_plan', 'read_plan']
 
 # %% ../../nbs/72_experiments_plan.ipynb #ed31e1e7
 def run_key(arm:str, seed:int|None) -> str:
@@ -96,16 +96,6 @@ def arm_overrides(arm:Arm, preset:Preset, model:str|None, batch_size:int|None) -
         over["batch_size"] = min(preset.batch_size, over.get("batch_size", get_method(arm.method).Config().batch_size))
     return over
 
-# %% ../../nbs/72_experiments_plan.ipynb #602d0892
-# run options that leave the weights alone
-_NOT_WEIGHTS = ("out", "resume", "progress", "save_every", "stop_after", "report_to")
-
-def training_key(method:str, config:MethodConfig, options:RunOptions) -> str:
-    "A short hash of everything that decides a training run's weights."
-    opts = {k: v for k, v in options_record(options).items() if k not in _NOT_WEIGHTS}
-    blob = json.dumps([method, dataclasses.asdict(config), opts], sort_keys=True, default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()[:12]
-
 # %% ../../nbs/72_experiments_plan.ipynb #b349dfe7
 def _eval_options(exp:Experiment, preset:Preset) -> dict:
     "The `evaluate` keyword arguments of `exp`'s runs under `preset`: its own, and the preset's precision."
@@ -128,22 +118,18 @@ def _train_run(exp:Experiment, arm:Arm, preset:Preset, seed, folder:Path, store:
     over = arm_overrides(arm, preset, model, batch_size)  # the preset's overrides are in, merged once
     if seed is not None: over["seed"] = seed
     corpus = preset.corpora.get(VIEWS[get_method(arm.method).view].corpus)
-    options = RunOptions(out="", preset=preset.name, train_data=corpus, data_dir=data_dir,
-                         max_steps=steps, precision=precision, save_every=preset.save_every, progress=False,
-                         report_to=report_to)
+    options = {"out": "", "train_data": corpus, "data_dir": data_dir, "max_steps": steps, "precision": precision,
+               "save_every": preset.save_every, "progress": False, "report_to": report_to}  # the training preset's fill the rest
     config, options = method_config(arm.method, **over), resolve_options(arm.method, options, preset.training)
-    train_folder = store/f"{arm.method}-{training_key(arm.method, config, options)}"
-    return Run(exp.name, arm.name, config.seed, arm.method, config.model, over, config,
-               dataclasses.replace(options, out=str(train_folder)), exp.tasks[preset.name], config.eval_protocol,
-               _eval_options(exp, preset), str(folder), str(train_folder))
+    options = stored_options(store, arm.method, config, options)  # the shared folder of these weights
+    return Run(exp.name, arm.name, config.seed, arm.method, config.model, over, config, options,
+               exp.tasks[preset.name], config.eval_protocol, _eval_options(exp, preset), str(folder), options.out)
 
 # %% ../../nbs/72_experiments_plan.ipynb #afc42612
 @patch
 def attempt(self:Run, **changes) -> RunOptions:
     "This run's planned options for one attempt: `changes` only to options that leave the weights alone (resume, stop_after)."
-    bad = sorted(set(changes) - set(_NOT_WEIGHTS))
-    if bad: raise SentclError(f"{self.key}: an attempt may not change {', '.join(bad)}: they decide the weights; plan again")
-    return dataclasses.replace(self.options, **changes)
+    return attempt_options(self.options, self.key, **changes)
 
 # %% ../../nbs/72_experiments_plan.ipynb #c18e270c
 def rehearsal_run(run:Run, root:Path,
@@ -160,10 +146,9 @@ def rehearsal_run(run:Run, root:Path,
     options = dataclasses.replace(run.options, max_steps=REHEARSAL_STEPS if interrupt else 1, save_every=1, out="",
                                   mini_batch_size=REHEARSAL_MINI_BATCH if c.batch_size > REHEARSAL_MINI_BATCH else None)
     config, options = method_config(run.method, **over), checked_options(options)  # `over` holds the preset's already
-    folder = Path(run.train_folder).parent/f"{run.method}-{training_key(run.method, config, options)}"
+    options = stored_options(Path(run.train_folder).parent, run.method, config, options)
     return dataclasses.replace(run, model=config.model, overrides=over, config=config, eval_options=ev,
-                               options=dataclasses.replace(options, out=str(folder)), train_folder=str(folder),
-                               rehearsal_of=paper_model)
+                               options=options, train_folder=options.out, rehearsal_of=paper_model)
 
 # %% ../../nbs/72_experiments_plan.ipynb #33690c40
 def plan_runs(exp:Experiment, # the experiment
@@ -219,7 +204,7 @@ def run_from_record(record:dict) -> Run:
     fields = {f.name: record[f.name] for f in dataclasses.fields(Run)}
     if record["method"] is None: return Run(**fields)
     run = Run(**{**fields, "config": get_method(record["method"]).Config(**record["config"]),
-                 "options": RunOptions(**record["options"])})
+                 "options": options_from_record(record["options"])})
     if training_key(run.method, run.config, run.options) != record["training_key"]:
         raise SentclError(f"plan: run {run.key} no longer gives training key {record['training_key']}; plan again")
     return run

@@ -19,9 +19,11 @@ from .spec import published
 from .presets import get_preset
 
 # %% auto #0
-__all__ = ['CACHED_SECONDS', 'refresh_derived', 'collect_results', 'collect_failures', 'stand_ins_used', 'compare_results',
-           'run_precision', 'training_commits', 'commit_note', 'run_settings', 'setting_differences', 'family_verdicts',
-           'run_matches_plan', 'study_cost', 'differing_values', 'cost_sentence', 'verdict_line', 'study_summary']
+__all__ = ['NATIVE_BF16', 'COMMIT_EVERY_MINUTES', 'CONFIRM_COMMAND', 'REGISTRATION_FILE', 'CACHED_SECONDS', 'refresh_derived',
+           'collect_results', 'collect_failures', 'stand_ins_used', 'compare_results', 'run_precision',
+           'training_commits', 'commit_note', 'run_settings', 'setting_differences', 'family_verdicts',
+           'run_matches_plan', 'native_precision', 'plan_registration', 'planned_runs', 'confirm_status', 'study_cost',
+           'differing_values', 'cost_sentence', 'verdict_line', 'study_summary', 'made_start_line']
 
 # %% ../../nbs/78_experiments_report_results.ipynb #5baccb51
 def refresh_derived(doc:dict) -> dict:
@@ -203,6 +205,70 @@ def run_matches_plan(docs:dict, # {experiment: results document} of the register
                                 (not d["runs"] or (d["preset"] == plan.run["preset"] and prec == plan.run["precision"]))})
     return pd.DataFrame(rows)
 
+# %% ../../nbs/78_experiments_report_results.ipynb #c8febe57
+NATIVE_BF16 = {"cpu_avx512_bf16": "AVX-512 BF16", "cpu_amx": "AMX", "gpu_bf16": "a GPU with bf16"}  # machine_facts keys
+COMMIT_EVERY_MINUTES = 20.0  # tools/confirm_run.py's default: the most minutes between two commits of its records
+CONFIRM_COMMAND = "nice -n 19 python tools/confirm_run.py --data-dir DATA"  # from the repository root
+
+def native_precision(precision:str, # the plan's training precision
+                     facts:dict, # `sentcl.precision.machine_facts()`, or a results file's `hardware`
+                    ) -> bool:
+    "Whether a machine runs `precision` on its own units: bf16 needs AVX-512 BF16, AMX or a GPU with bf16; others any."
+    return precision != "bf16" or any(bool(facts.get(k)) for k in NATIVE_BF16)
+
+REGISTRATION_FILE = "REGISTRATION.json"  # beside PLAN.json: the commit that registered it and the file's sha256
+
+def plan_registration(confirm_dir, # the confirmatory batch's folder (results/confirm), holding PLAN.json
+                     ) -> dict|None:
+    ("The plan's registration record: {'plan', 'commit', 'committed', 'sha256', 'commits'} (every commit of the plan "
+     "file, newest first), or None when none is recorded. `tools/confirm_plan.py --record-registration` writes it from "
+     "git after the plan's commit, so that a clone without the history (a shallow or archived copy) still knows it. A "
+     "plan file whose sha256 is not the registered one is refused: it changed after it was registered.")
+    import hashlib
+    folder = Path(confirm_dir)
+    path = folder/REGISTRATION_FILE
+    if not path.is_file(): return None
+    rec = read_json(path)
+    sha = hashlib.sha256((folder/"PLAN.json").read_bytes()).hexdigest()
+    if rec.get("sha256") != sha:
+        raise SentclError(f"{folder/'PLAN.json'}: its sha256 {sha[:16]}… is not the {str(rec.get('sha256'))[:16]}… "
+                          f"registered at commit {str(rec.get('commit'))[:7]} ({path.name}): the plan changed after its "
+                          "registration; restore it, or register the new plan (tools/confirm_plan.py, commit, then "
+                          "--record-registration) before any run")
+    return rec
+
+def planned_runs(plan) -> int:
+    "How many run records the plan's run makes: each trained arm once per seed, an untrained arm once."
+    from sentcl.experiments.catalog.registry import get_experiment
+    return sum(1 if get_experiment(n).arm(a).method is None else len(s["seeds"])
+               for n, s in plan.run["experiments"].items() for a in s["arms"])
+
+def confirm_status(plan, # the registered `AnalysisPlan`, with `run`
+                   docs:dict, # {experiment: results document} of its batch so far (`collect_results`), {} if none
+                   registered:str|None, # the commit that registered the plan file (None: not committed)
+                   sha256:str, # the plan file's sha256
+                  ) -> str:
+    "What the registered run waits for (or how far it got), in words: precision, priced hours, the command, resuming."
+    run, b, prec = plan.run, plan.run["budget"], plan.run["precision"]
+    total, done = planned_runs(plan), sum(len((docs.get(n) or {}).get("runs", [])) for n in run["experiments"])
+    reg = (f"registered at commit `{registered[:7]}`, sha256 `{sha256[:16]}…`" if registered
+           else "**not committed**, so no run may start")
+    if done == total and all((docs.get(n) or {}).get("complete") for n in run["experiments"]):
+        return f"**The confirmatory run is complete**: {done} of {total} runs of its plan ({reg}) recorded."
+    units = list(NATIVE_BF16.values())
+    need = (f"a machine that computes {prec} on its own units ({', '.join(units[:-1])} or {units[-1]}); "
+            f"`tools/confirm_run.py` refuses one without them, where {prec} is emulated several times slower"
+            if prec == "bf16" else "any machine")
+    return (f"**What the confirmatory run waits for.** {done} of the {total} runs of its plan ({reg}) are recorded. "
+            f"The plan trains in {prec}, as the pilot did, and prices the {b['planned_two_core_hours']:g} two-core hours "
+            f"it needs (of the {b['two_core_hours']:g} declared) at the pilot's pace, so it needs {need}. On such a "
+            f"machine, from the repository root, with DATA the data folder: `{CONFIRM_COMMAND}`. It checks that the plan "
+            "file is the committed one, records the machine's kind in `results/confirm/machine.json` and refuses "
+            "another kind later, and commits `results/confirm` (the runs' records and training logs, nothing else) "
+            f"whenever a run is recorded and at least every {COMMIT_EVERY_MINUTES:g} minutes while one trains. Started "
+            "again with the same command, in this session or a later one, it resumes: recorded runs are kept, and a "
+            "model that a measurement needs and this checkout lacks is trained again from its seed.")
+
 # %% ../../nbs/78_experiments_report_results.ipynb #d4104ffa
 CACHED_SECONDS = 10  # an evaluation this quick read its model's vectors from the embedding cache
 
@@ -332,3 +398,14 @@ def study_summary(docs:dict, # the study's results, `collect_results("results/cp
         lines += ["", f"**Rerun.** {len(d)} of the {d.attrs['compared']} evaluation values recorded by both the "
                       f"study and its rerun differ{spread}."]
     return "\n".join(lines)
+
+# %% ../../nbs/78_experiments_report_results.ipynb #80270fff
+def made_start_line(start:dict) -> str: # results/cpu-start/start_point.json, as read
+    "The made start (random weights + MLM) against random weights and BERT-base on STS, from its record, in words."
+    bert = next(r["values"]["avg"] for r in published("pairsupcon", "table3_sts")["rows"] if r["row"] == "BERT base")
+    s, rel = start["sts"], lambda a, b: "below" if a < b else "above"
+    return (f"**A start without sentence training**, made offline (MiniLM's architecture, random weights, "
+            f"{start['train_seconds']['mlm'] / 60:.0f} minutes of MLM: {start['mlm']['steps']} steps of "
+            f"{start['mlm']['documents_per_step']} documents), scored {s['mlm']:.1f} on STS, {rel(s['mlm'], s['random'])} "
+            f"random weights ({s['random']:.1f}) and {rel(s['mlm'], bert)} BERT-base's {bert:g}, so the study keeps the "
+            "default model: its claims are about the order of the arms, not whether training helps")

@@ -16,7 +16,7 @@ from fastcore.basics import patch
 
 from ..core import SentclError, default, git_commit, package_versions, write_json
 from ..data.layout import with_data_folder
-from .execute import device_type, evaluated_as_planned, execute_run, select_device
+from .execute import device_type, evaluated_as_planned, execute_run, select_device, train_run
 from ..core import read_json
 from .plan import Run, plan_row, plan_runs, read_plan, run_key
 from .presets import resolve_preset
@@ -82,9 +82,16 @@ def find_run(self:ExperimentSession, arm:str, seed:int|None=None) -> Run:
 # %% ../../nbs/75_experiments_session.ipynb #2e03ef3e
 @patch
 def model_folder(self:ExperimentSession, arm:str, seed:int|None=None) -> str:
-    "The model of one run (the trained folder, or the untrained model), for figures drawn from embeddings."
+    ("The model of one run (the trained folder, or the untrained model), for figures drawn from embeddings; a recorded "
+     "run whose model this checkout lacks (another session trained it: a run split over sessions) is trained again "
+     "from its seed first, to the same weights on the same kind of machine.")
     run = self.find_run(arm, seed)
-    return run.model if run.method is None else str(Path(run.train_folder)/"model")
+    if run.method is None: return run.model
+    folder = Path(run.train_folder)/"model"
+    if run.key in self.records and not folder.is_dir():
+        self.log(f"  {run.key}: recorded, but its model is not in this checkout; training it again for the measurement")
+        train_run(run, self.log, self.parameters.get("gpus") or 1)
+    return str(folder)
 
 # %% ../../nbs/75_experiments_session.ipynb #de9f3203
 @patch

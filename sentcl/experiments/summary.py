@@ -28,8 +28,8 @@ from .runner import dry_run, list_experiments
 __all__ = ['OUTSIDE_FILE', 'PAPER_NAMES', 'NOT_RERUN', 'RESULTS', 'BOARD_WATTS', 'SUMMARY_GPU', 'FOLLOWS', 'CODE_SECTION',
            'HISTORY', 'load_outside', 'thread_link', 'outside_table', 'not_rerun', 'scope_markdown', 'scale_caveat',
            'study_findings', 'rehearsal_lines', 'gpu_check_lines', 'board_watts', 'paper_cost', 'model_parameters',
-           'page_choices', 'code_markdown', 'commits_missing', 'protocol_line', 'history_markdown', 'authors_markdown',
-           'paper_summary']
+           'page_choices', 'code_markdown', 'has_history', 'commits_missing', 'protocol_line', 'history_markdown',
+           'authors_markdown', 'paper_summary']
 
 # %% ../../nbs/79a_experiments_summary.ipynb #b7d1b32d
 OUTSIDE_FILE = PUBLISHED_DIR/"outside.json"
@@ -362,10 +362,16 @@ HISTORY["declutr"] = {
                     "bc91369": "a rerun identical seed by seed", "a99798c": "the objectives and the projection head"}}
 
 # %% ../../nbs/79a_experiments_summary.ipynb #2b8a8b26
+def has_history(repo) -> bool:
+    "Whether `repo` is a git checkout with its whole history (an archive has no .git; a shallow clone lacks the past)."
+    if not (Path(repo)/".git").exists(): return False
+    shallow = subprocess.run(["git", "-C", str(repo), "rev-parse", "--is-shallow-repository"], capture_output=True, text=True)
+    return shallow.returncode == 0 and shallow.stdout.strip() == "false"
+
 def commits_missing(commits, repo=None) -> list[str]:
-    "The commits of `commits` the checkout's history lacks ([] where there is no history to ask)."
+    "The commits of `commits` the checkout's history lacks ([] where there is no whole history to ask: no .git, a shallow clone)."
     repo = Path(repo or Path(sentcl.__file__).resolve().parents[1])
-    if not (repo/".git").exists(): return []
+    if not has_history(repo): return []
     ask = lambda c: subprocess.run(["git", "-C", str(repo), "cat-file", "-e", f"{c}^{{commit}}"], capture_output=True).returncode
     return [c for c in commits if ask(c) != 0]
 
