@@ -101,7 +101,11 @@ def add_train_loop_arguments(p:argparse.ArgumentParser):
                       ("--lr", float), ("--seed", int), ("--save-every", int), ("--eval-every", int),
                       ("--stop-after", int), ("--loader-workers", int), ("--log-every", int)):
         p.add_argument(flag, type=typ, default=None)
-    p.add_argument("--compile", action="store_true", help="torch.compile the encoder (an option to measure on a GPU)")
+    p.add_argument("--compile", nargs="?", const="default", default=None, choices=("default", "reduce-overhead"),
+                   help="torch.compile the encoder (an option to measure on a GPU); 'reduce-overhead': CUDA graphs, "
+                        "with --pad-to-max-length")
+    p.add_argument("--pad-to-max-length", action="store_true",
+                   help="pad every batch to the config's max_length: one shape every step (for CUDA graphs)")
     p.add_argument("--precision", default="fp32", choices=PRECISIONS,
                    help="fp32, bf16, fp16 (CUDA, with loss scaling) or auto (bf16 where the device runs it fast)")
     p.add_argument("--resume", action="store_true", help="continue from the run folder's checkpoint")
@@ -132,7 +136,9 @@ def train_request(args:argparse.Namespace) -> tuple:
     options = RunOptions(out=args.out, preset=args.preset, train_data=args.train_data, data_dir=args.data_dir,
                          max_steps=args.max_steps, stop_after=args.stop_after, mini_batch_size=args.mini_batch_size,
                          precision=args.precision, save_every=args.save_every, resume=args.resume,
-                         progress=not args.no_progress, loader_workers=args.loader_workers, compile=args.compile,
+                         progress=not args.no_progress, loader_workers=args.loader_workers,
+                         compile={None: False, "default": True}.get(args.compile, args.compile),
+                         pad_to_max_length=args.pad_to_max_length,
                          report_to=args.report_to,
                          **({"log_every": args.log_every} if args.log_every is not None else {}))
     return args.method, overrides, options

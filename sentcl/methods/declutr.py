@@ -253,6 +253,16 @@ def group_features(self:DeCLUTR, inputs, rows=None, device=None):
     out = {**f, **mlm_targets(labels), "num_masked": int((labels != -100).sum())}
     return {**(to_device(out, device) if device is not None else out), "settings": s}
 
+# %% ../../nbs/36_methods_declutr.ipynb #0a4353de
+@patch
+def check_fixed_length(self:DeCLUTR):
+    "DeCLUTR's MLM anchors pad to their longest span on purpose (the mask's draws depend on it): no fixed length."
+    if self.config.objective != "contrastive":
+        raise SentclError(f"declutr: --pad-to-max-length cannot fix the MLM anchors' length (objective "
+                          f"{self.config.objective!r}: their masks are drawn over the padded length); use objective "
+                          "'contrastive' or train without --pad-to-max-length")
+    Method.check_fixed_length(self)
+
 # %% ../../nbs/36_methods_declutr.ipynb #99749826
 @patch
 def encode_inputs(self:DeCLUTR, key, inputs):

@@ -18,7 +18,7 @@ from ..methods.base import Method
 from ..precision import machine_facts, resolve_precision
 from .cards import write_model_card
 from .checkpoints import CHECKPOINT, CHECKSUMS, PREVIOUS, config_differences
-from .options import RESUME_MAY_CHANGE
+from .options import RESUME_MAY_CHANGE, WHEN_SET
 
 # %% auto #0
 __all__ = ['RUN_ENTRIES', 'FINISH_POINTS', 'finished_summary', 'finished_run', 'writable_folder', 'check_run_folder',
@@ -39,7 +39,8 @@ def finished_run(out, record:dict) -> dict|None:
     try: saved = json.loads((Path(out)/"config.json").read_text(encoding="utf-8")) if done else {}
     except (OSError, ValueError): return None
     current = json.loads(json.dumps(record, default=str))
-    return None if config_differences({k: saved.get(k) for k in current}, current, ignore=RESUME_MAY_CHANGE) else done
+    keys = [*current, *(f"run.{k}" for k in WHEN_SET)]  # an option recorded only when set: set there, unset here
+    return None if config_differences({k: saved.get(k) for k in keys}, current, ignore=RESUME_MAY_CHANGE) else done
 
 # %% ../../nbs/47_train_run_folder.ipynb #394b1084
 RUN_ENTRIES = ("summary.json", CHECKPOINT, PREVIOUS, CHECKSUMS, "best", "model", "config.json", "metrics.jsonl",
@@ -75,7 +76,8 @@ def _not_this_run(out:Path, record:dict|None) -> str|None:
     if not (isinstance(saved, dict) and "run.method" in saved and "method.model" in saved):
         return f"holds files of no sentcl run ({', '.join(names[:5])}{', ...' * (len(names) > 5)})"
     current = json.loads(json.dumps(record or {}, default=str))
-    diff = config_differences({k: saved.get(k) for k in current}, current, ignore=RESUME_MAY_CHANGE)
+    keys = [*current, *(f"run.{k}" for k in WHEN_SET)]
+    diff = config_differences({k: saved.get(k) for k in keys}, current, ignore=RESUME_MAY_CHANGE)
     said = [f"{k}: {saved.get(k)!r} there, {current.get(k)!r} now" for k in diff[:3]]
     return f"holds a sentcl run of another config ({'; '.join(said)})" if diff else None
 

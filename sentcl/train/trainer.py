@@ -61,8 +61,9 @@ class Trainer(RunFinish):
         self.device = method.encoder.device
         self.batches_per_epoch = self._check_data()
         self.total = total_steps(self.batches_per_epoch, self.cfg.epochs, options.max_steps)
+        graphs = options.compile == "reduce-overhead" and self.device.type == "cuda"  # CUDA graphs: counts on the device
         self.optimizer = build_optimizer(self.cfg.optimizer, method.param_groups(), self.cfg.lr,
-                                         self.cfg.weight_decay, self.cfg.eps)
+                                         self.cfg.weight_decay, self.cfg.eps, capturable=graphs)
         self.scheduler = build_scheduler(self.optimizer, self.cfg, self.total)
         self.autocast = lambda: autocast_context(options.precision, self.device)
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=options.precision == "fp16")
@@ -72,7 +73,8 @@ class Trainer(RunFinish):
         self.workers = default(options.loader_workers, default_loader_workers(self.device))
         self.unread, self.t_read = [], None # steps whose loss terms are still on the device; when they were last read
         self.in_flight = None # the last window of terms on its way to the host (`_queue_log`), written one window later
-        if options.compile: compile_encoder(method)
+        if options.pad_to_max_length: method.check_fixed_length(); method.pad_to_max_length = True  # in workers too
+        if options.compile: compile_encoder(method, "reduce-overhead" if options.compile == "reduce-overhead" else None)
         self.curves = NoCurves() # training curves: `begin` opens the writer `options.report_to` names (rank 0)
         broadcast_parameters(method)
 
@@ -84,13 +86,14 @@ def default_loader_workers(device) -> int:
     return max(0, min(4, (os.cpu_count() or 1) - 1))
 
 # %% ../../nbs/48_train_trainer.ipynb #8fc6b7a0
-def compile_encoder(method:Method):
-    "Compile the method's transformer in place with `torch.compile` (its parameters and state dict unchanged)."
+def compile_encoder(method:Method, mode:str|None=None):
+    ("Compile the method's transformer in place with `torch.compile` (its parameters and state dict unchanged); "
+     "`mode` 'reduce-overhead': CUDA graphs, whose inputs inductor copies into static buffers (a CPU compiles without them)")
     import torch._dynamo
     cfg = torch._dynamo.config
     name = "recompile_limit" if hasattr(cfg, "recompile_limit") else "cache_size_limit"
     setattr(cfg, name, max(getattr(cfg, name), 64))          # a graph per padded shape, a few dozen at most
-    method.encoder.model.compile(dynamic=False)
+    method.encoder.model.compile(dynamic=False, **({"mode": mode} if mode else {}))
 
 # %% ../../nbs/48_train_trainer.ipynb #4df7bb2b
 @patch
@@ -232,6 +235,7 @@ def _sentences_in(batch:dict) -> int:
 def train_step(self:Trainer, batch:dict):
     "One optimiser step on a global batch (its terms queued every `log_every` steps), then any evaluation or checkpoint due."
     if self.t_read is None: self.t_read = time.time()
+    if self.opts.compile == "reduce-overhead": torch.compiler.cudagraph_mark_step_begin()  # a new step: replay anew
     loss, terms = self._gradients(to_device(batch, self.device))
     lr = self._update()
     self.step, self.position, self.done_now = self.step + 1, self.position + 1, self.done_now + 1
