@@ -13,7 +13,8 @@ import numpy as np
 import torch
 
 from .core import SentclError, quiet_transformers
-from .encoders import EncoderSettings, special_wrap, split_template
+from .encoders import EncoderSettings
+from .encoders.templates import special_wrap, split_template
 
 # %% auto #0
 __all__ = ['BATCH_DEPENDENT', 'padded_length', 'token_rows', 'pad_rows', 'interleave', 'group_features', 'to_device',
@@ -93,13 +94,16 @@ def group_features(tokenizer, # a Hugging Face tokenizer
                    parts:list[tuple[list[str], EncoderSettings]], # (sentences, settings) of each part, same pooling
                    rows:list[list[list[int]]]=None, # `token_rows(tokenizer, parts)` when already made
                    exact:bool=None, # pad to the longest row only; None: when the pooling averages over padding
+                   fixed:bool=False, # pad to the parts' max_length whatever the rows: one shape every step (CUDA graphs)
                   ) -> dict[str, torch.Tensor]: # CPU tensors with (parts * n) rows
     "One forward pass's inputs: the parts' rows interleaved, padded (`padded_length`), [MASK] positions for 'mask'."
     s = parts[0][1]
     flat = interleave(token_rows(tokenizer, parts) if rows is None else rows)
-    longest = max(map(len, flat), default=1)
+    longest, limit = max(map(len, flat), default=1), max(p[1].max_length for p in parts)
     exact = s.pooling in BATCH_DEPENDENT if exact is None else exact
-    length = padded_length(longest, max(p[1].max_length for p in parts), exact)
+    if fixed and exact: raise SentclError(f"pad_to_max_length: pooling {s.pooling!r} averages over the padding, so a "
+                                          "fixed length would change the embeddings; train without --pad-to-max-length")
+    length = max(longest, limit) if fixed else padded_length(longest, limit, exact)
     out = pad_rows(flat, length, tokenizer.pad_token_id, "token_type_ids" in tokenizer.model_input_names)
     if s.pooling == "mask": out["mask_position"] = _mask_positions(flat, tokenizer.mask_token_id)
     return out

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import torch
 
-from .encoders import pool, tokenize_with_template
+from .encoders.pooling import pool
+from .encoders.templates import tokenize_with_template
 
 try:  # sentence-transformers >= 5 moved the modules
     from sentence_transformers.base.modules.module import Module

@@ -100,8 +100,14 @@ def test_paper_dry_run_from_the_cli(capsys):
     assert main(["experiments", "run", "pairsupcon-table5", "--preset", "paper", "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "bert-base-uncased" in out and "1024" in out and "3 epochs" in out and "nothing was executed" in out
-    assert "measured: 0.914 s/step on NVIDIA H200, fp32, commit 25e76d9" in out  # results/gpu timed PairSupCon's step
-    assert "lower bound: " in out  # instance discrimination, another method, was not timed
+    # results/gpu timed PairSupCon's step at commit 25e76d9, on older step code: shown beside an estimate, never as measured
+    assert "timed on older step code: 0.914 s/step on NVIDIA H200" in out and "measured: 0.914" not in out
+    assert "estimate: 3.14 s/step on NVIDIA A100 40GB, FLOPs at 55.0% of its fp32 peak (pairsupcon-table4 pairsupcon at " \
+           "batch 1024, fp32, older step code); lower bound 1.73 s/step at 100%" in out
+    lines = out.splitlines()  # the totals: the estimate with its source, the bound, the older rows named
+    assert any(l.startswith("estimate: about ") and "(commit 25e76d9, older step code 1)" in l for l in lines)
+    assert any(l.startswith("lower bound: at least ") and "for the 4 training(s) not measured" in l for l in lines)
+    assert "2 training(s) have their shape timed on older step code (results/gpu/gpu_check.json)" in out
 
 
 def test_gpu_prices_the_plan_on_a_card(capsys):

@@ -1,9 +1,11 @@
 """The numbers the findings page and README print in prose are their records' (issue 46 item 5).
 
 Each check reads a number where the page or README shows it and sets it against the committed record it comes from,
-read here with json and git only (no sentcl): the made start against results/cpu-start/start_point.json and
-PairSupCon's published Table 3, the confirmatory run's paragraph against results/confirm/PLAN.json and git, the old
-control's paragraph against the commit that last held its records, the rerun's and the budget's against results/.
+read here with json only (no sentcl): the made start against results/cpu-start/start_point.json and PairSupCon's
+published Table 3, the confirmatory run's paragraph against results/confirm/PLAN.json and its registration record, the
+old control's paragraph against results/cpu/sncse-old-control.json, the rerun's and the budget's against results/.
+Those two records are themselves checked against git's history where this clone has it (a shallow clone or an
+archive does not: the page and these checks need only the committed files).
 A shown number agrees when it is the record's number rounded as printed (half a unit of its last digit). Each check
 is also run on a text with one number changed, which it must reject.
 """
@@ -17,7 +19,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location("make_readme", ROOT/"tools"/"make_readme.py")
 make_readme = importlib.util.module_from_spec(_spec); _spec.loader.exec_module(make_readme)
-OLD_CONTROL = "d77aaaf^"  # the last commit whose results/cpu held SNCSE's old control (the findings page names it)
+import pytest
+
+OLD_CONTROL = ROOT/"results"/"cpu"/"sncse-old-control.json"  # the old control's records, from the commit that last held them
+REGISTRATION = ROOT/"results"/"confirm"/"REGISTRATION.json"  # the commit that registered the confirmatory plan
 
 
 def _shown(notebook: Path) -> str:
@@ -76,18 +81,27 @@ def confirm_errors(text: str) -> list:
     recorded = sum(len(json.loads(p.read_text())["runs"]) for p in (ROOT/"results"/"confirm").glob("*/results.json"))
     errors = [(g, w) for g, w in zip(m.group(1, 2, 6, 7), (recorded, planned, plan["run"]["budget"]["planned_two_core_hours"],
                                                        plan["run"]["budget"]["two_core_hours"])) if not _agrees(g, w)]
-    sha, commit = hashlib.sha256(plan_file.read_bytes()).hexdigest(), _git("log", "-1", "--format=%H", "--", str(plan_file))
+    sha, commit = hashlib.sha256(plan_file.read_bytes()).hexdigest(), json.loads(REGISTRATION.read_text())["commit"]
     errors += [(g, w) for g, w in ((m.group(3), commit), (m.group(4), sha)) if not w.startswith(g)]
     return errors + ([(m.group(5), plan["run"]["precision"])] if m.group(5) != plan["run"]["precision"] else [])
 
 
-def old_control_errors(text: str) -> list:
-    old = {n: json.loads(_git("show", f"{OLD_CONTROL}:results/cpu/{n}/results.json")) for n in ("sncse-table2", "sncse-figure4")}
+def old_control_from_git(commit: str) -> dict:
+    "What results/cpu/sncse-old-control.json holds, read from `commit`'s results/cpu (the last to hold the old control)."
+    old = {n: json.loads(_git("show", f"{commit}:results/cpu/{n}/results.json")) for n in ("sncse-table2", "sncse-figure4")}
     c = next(c for c in old["sncse-table2"]["contrasts"] if (c["better"], c["worse"], c["column"]) == ("sncse", "sncse-nobml", "avg"))
+    return {"commit": _git("rev-parse", commit),
+            "sncse-table2": {k: c[k] for k in ("better", "worse", "column", "diffs", "paper_diff")},
+            "sncse-figure4": [{"seed": r["seed"], "arm": r["arm"], "negation_role": (r["config"] or {}).get("negation_role"),
+                               "sts": r["eval"]["avg"]["sts"]} for r in old["sncse-figure4"]["runs"] if r["arm"] != "pretrained"]}
+
+
+def old_control_errors(text: str) -> list:
+    old = json.loads(OLD_CONTROL.read_text())
+    c = old["sncse-table2"]
     sts = {}
-    for r in old["sncse-figure4"]["runs"]:
-        if r["arm"] != "pretrained": sts.setdefault(r["seed"], {})[r["arm"]] = r["eval"]["avg"]["sts"]
-    soft = {r["arm"] for r in old["sncse-figure4"]["runs"] if (r["config"] or {}).get("negation_role") == "soft"}
+    for r in old["sncse-figure4"]: sts.setdefault(r["seed"], {})[r["arm"]] = r["sts"]
+    soft = {r["arm"] for r in old["sncse-figure4"] if r["negation_role"] == "soft"}
     above = [v["sncse-nobml"] - v[a] for v in sts.values() for a in soft]
     agree = max(max(v[a] for a in soft) - min(v[a] for a in soft) for v in sts.values())
     m = _find(r"every\s+seed \(([-+\d.]+) to ([-+\d.]+), mean ([-+\d.]+); the paper reports ([-+\d.]+)\).*?agreed with one "
@@ -190,3 +204,26 @@ def test_a_changed_number_is_rejected():
                                   (scale_errors, "README", r"(\d+) steps each")]:
         assert check(_bump(texts[where], pattern)), (check.__name__, pattern)
     assert _agrees("34.7", 34.69) and not _agrees("34.8", 34.69) and _agrees("37,700", 37700) and _agrees("0.1%", 0.001)
+
+
+def _history_has(*commits) -> bool:
+    "Whether this clone's history holds every commit (not a shallow clone, nor an archive without .git)."
+    if not (ROOT/".git").exists() or _git("rev-parse", "--is-shallow-repository") == "true": return False
+    return all(subprocess.run(["git", "cat-file", "-e", f"{c}^{{commit}}"], cwd=ROOT, capture_output=True).returncode == 0
+               for c in commits)
+
+
+def test_the_old_controls_record_is_that_commits_results():
+    rec = json.loads(OLD_CONTROL.read_text())
+    if not _history_has(rec["commit"]): pytest.skip(f"this clone lacks commit {rec['commit'][:7]} (shallow or archived)")
+    assert {"why": rec["why"], **old_control_from_git(rec["commit"])} == rec
+
+
+def test_the_registration_record_is_the_plans_history():
+    rec, plan = json.loads(REGISTRATION.read_text()), ROOT/"results"/"confirm"/"PLAN.json"
+    if not _history_has(*rec["commits"]): pytest.skip("this clone lacks the plan's history (shallow or archived)")
+    commits = [line.split() for line in _git("log", "--format=%H %cI", "--", str(plan)).splitlines()]
+    assert [c for c, _ in commits] == rec["commits"] and commits[0][1] == rec["committed"], "PLAN.json was committed again"
+    registered = subprocess.run(["git", "show", f"{rec['commit']}:results/confirm/PLAN.json"], cwd=ROOT,
+                                capture_output=True, check=True).stdout
+    assert hashlib.sha256(registered).hexdigest() == rec["sha256"] == hashlib.sha256(plan.read_bytes()).hexdigest()

@@ -23,13 +23,21 @@ def test_the_plan_puts_the_slow_compilations_last():
                                                                   gpu_check.LIAO, gpu_check.DECLUTR)}
     assert "compiled" not in {v for *_, v in gpu_check.plan(["fp32"], spacy=True, compile_ok=False)}  # a CPU
     assert gpu_check.SNCSE[0] in {e for e, a, *_ in gpu_check.plan(["bf16"], True, False) if a == "sncse"}
+    # the fixed shapes (SimCSE's and SNCSE's 32 tokens) run in the first precision, their CUDA graphs before the compiled
+    full = gpu_check.plan(["bf16", "fp32"], spacy=True, compile_ok=True)
+    assert {(a, p) for e, a, p, v in full if v in ("fixed", "graphs")} == {("simcse", "bf16"), ("sncse", "bf16")}
+    kinds = [v for *_, v in full]
+    assert kinds.index("fixed") < kinds.index("default") and max(i for i, v in enumerate(kinds) if v == "graphs") < kinds.index("compiled")
+    assert "graphs" not in {v for *_, v in gpu_check.plan(["fp32"], spacy=True, compile_ok=False)}
 
 
 def test_variants_set_the_forward_layout_only_where_a_method_has_one():
-    assert gpu_check.variant_settings("simcse-unsup", "eager") == ({"one_forward": False}, False)
-    assert gpu_check.variant_settings("pairsupcon", "one forward") == ({"one_forward": True}, False)
-    assert gpu_check.variant_settings("supcon", "one forward") == (None, False)  # no such choice: not run twice
-    assert gpu_check.variant_settings("declutr", "compiled") == ({}, True)
+    assert gpu_check.variant_settings("simcse-unsup", "eager") == ({"one_forward": False}, {})
+    assert gpu_check.variant_settings("pairsupcon", "one forward") == ({"one_forward": True}, {})
+    assert gpu_check.variant_settings("supcon", "one forward") == (None, {})  # no such choice: not run twice
+    assert gpu_check.variant_settings("declutr", "compiled") == ({}, {"compile": True})
+    assert gpu_check.variant_settings("simcse-unsup", "fixed") == ({}, {"pad_to_max_length": True})
+    assert gpu_check.variant_settings("sncse", "graphs") == ({}, {"pad_to_max_length": True, "compile": "reduce-overhead"})
 
 
 def test_a_window_is_synchronised_only_at_its_ends(monkeypatch):
@@ -53,7 +61,9 @@ def test_a_row_gives_the_cost_plan_its_shape():
     assert 0 < row["share_of_peak"] < 1 and row["estimated_memory_gb"] > 16
     assert step_shape(gpu_check_run(row)) != step_shape(gpu_check_run(old))  # one forward is another shape
     compiled = gpu_check_run({**row, "options": {"compile": True}})
-    assert compiled.options.compile and step_shape(compiled)[-1] is True
+    assert compiled.options.compile and step_shape(compiled)[9] is True
+    graphs = gpu_check_run({**row, "options": {"compile": "reduce-overhead", "pad_to_max_length": True}})
+    assert graphs.options.pad_to_max_length and step_shape(graphs)[9] == "reduce-overhead" and step_shape(graphs)[-1]
     assert "estimate_error" in gpu_check.with_estimates({**row, "experiment": "no-such-table"}, "NVIDIA H100")
 
 
@@ -117,17 +127,21 @@ def test_the_staged_command_runs_on_a_cpu_and_returns_results_only(tmp_path):
     out = tmp_path/"out"
     result, pre = json.loads((out/"gpu_check.json").read_text()), json.loads((out/"preflight.json").read_text())
     assert pre["refused"] is None and pre["commit"] == sha == result["commit"] and result["negations"] == "staged"
+    from sentcl.experiments.costs import STEP_CODE
+    assert result["step_code"] == STEP_CODE  # the cost plan uses its rows as measured only for today's step code
     rows = result["rows"]
-    assert {(r["arm"], r["variant"]) for r in rows} == {("simcse", "eager"), ("simcse", "one forward"),
-                                                        ("sncse", "eager"), ("sncse", "one forward")}
+    assert {(r["arm"], r["variant"]) for r in rows} == {("simcse", "eager"), ("simcse", "one forward"), ("simcse", "fixed"),
+                                                        ("sncse", "eager"), ("sncse", "one forward"), ("sncse", "fixed")}
+    fixed = [r for r in rows if r["variant"] == "fixed"]
+    assert all(r["options"]["pad_to_max_length"] for r in fixed) and "pad_to_max_length" not in rows[0]["options"]
     assert all(r["seconds_per_step"] > 0 and r["graphs_compiled_in_window"] == 0 and len(r["losses"]) == r["steps"]
                for r in rows)
-    assert [r["steps"] for r in rows] == [4, 3, 3, 3]  # warm-up 1 + timed 2, and the first training's profiled step
+    assert [r["steps"] for r in rows] == [4, 3, 3, 3, 3, 3]  # warm-up 1 + timed 2, and the first training's profiled step
     files = [p for p in out.rglob("*") if p.is_file()]
     assert not [p for p in files if p.suffix in (".safetensors", ".bin", ".pt", ".pth")]   # no model comes back
     assert sum(p.stat().st_size for p in files) < 2**20                                     # results only: under 1 MB
     assert {"gpu_check.md", "gpu_check.log", "profile.txt"} <= {p.name for p in files}
-    assert len(list((out/"logs").glob("*/metrics.jsonl"))) == 4
+    assert len(list((out/"logs").glob("*/metrics.jsonl"))) == 6
 
 
 def test_bench_step_on_a_gpu_prints_ms_share_of_peak_and_batch_wait():

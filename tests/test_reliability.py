@@ -372,7 +372,7 @@ def test_a_kill_before_the_summary_keeps_the_selected_model(tmp_path, monkeypatc
     """The run selects step 4's model (dev 3.0 of 1.0, 3.0, 2.0); killed as its finish writes summary.json, then
     resumed: model/ holds step 4's weights, as an uninterrupted run's, not step 5's; a finished run resumed again
     keeps them too."""
-    import sentcl.train.trainer
+    import sentcl.train.run_folder
     dev = scripted_dev([1.0, 3.0, 2.0])
     straight = select_run(tmp_path / "straight", dev)
     assert straight["best_dev"] == 3.0 and not (tmp_path / "straight" / "best").exists()
@@ -382,10 +382,10 @@ def test_a_kill_before_the_summary_keeps_the_selected_model(tmp_path, monkeypatc
         if Path(path).name == "summary.json":
             raise Killed(path)
         return write_json(path, obj, **kw)
-    monkeypatch.setattr(sentcl.train.trainer, "write_json", killed_at_summary)
+    monkeypatch.setattr(sentcl.train.run_folder, "write_json", killed_at_summary)
     with pytest.raises(Killed):
         select_run(tmp_path / "killed", dev)
-    monkeypatch.setattr(sentcl.train.trainer, "write_json", write_json)
+    monkeypatch.setattr(sentcl.train.run_folder, "write_json", write_json)
     resumed = select_run(tmp_path / "killed", dev, resume=True)
     assert resumed["best_dev"] == 3.0 and resumed["step"] == 5
     assert same_weights(tmp_path / "straight" / "model", tmp_path / "killed" / "model")

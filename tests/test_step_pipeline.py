@@ -135,3 +135,15 @@ def test_resume_is_exact_with_workers(tmp_path):
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
     steps = [line for line in (tmp_path/"b"/"metrics.jsonl").read_text().splitlines() if '"loss"' in line]
     assert len(steps) == 8  # every step logged once, read three at a time
+
+
+@pytest.mark.parametrize("name", ("simcse-unsup", "sncse"))
+def test_fixed_shapes_keep_one_sync_per_log_every(name):
+    "Issue 45 item 3's options add no host sync (fixed shapes; CUDA graphs' step marker, compile not run): <= 2 in 8 steps."
+    r = step_syncs.count(name, steps=9, warm=1, workers=0, log_every=4, options={"pad_to_max_length": True})
+    assert r["syncs_per_step"] * r["steps"] <= r["steps"] / 4, r
+    from unittest import mock
+    with mock.patch("sentcl.train.trainer.compile_encoder", lambda m, mode=None: None):  # the graphs' step marker
+        r = step_syncs.count(name, steps=9, warm=1, workers=0, log_every=4,
+                             options={"pad_to_max_length": True, "compile": "reduce-overhead"})
+    assert r["syncs_per_step"] * r["steps"] <= r["steps"] / 4, r

@@ -9,8 +9,12 @@ the seconds the pilot's runs recorded: each training at its method's fastest rec
 experiment's median fresh evaluation. Seeds are new (the pilot used 0 to 4).
 
     python tools/confirm_plan.py [--check]     # --check: recompute and compare with the committed plan, write nothing
+    python tools/confirm_plan.py --record-registration
 
-The plan names the analysis code's commit: commit the code first, then run this, then commit the plan alone.
+The plan names the analysis code's commit: commit the code first, then run this, then commit the plan alone; then
+`--record-registration` writes results/confirm/REGISTRATION.json (the commit that registered the plan, its time, the
+plan file's sha256 and every commit of it) from git, to be committed too: the findings page, README and
+tools/confirm_run.py read the registration from it, so a clone without the history (shallow, or an archive) knows it.
 """
 from __future__ import annotations
 
@@ -134,12 +138,34 @@ def plan(docs: dict, commit: str) -> dict:
     return plan_dict(p)
 
 
+def registration() -> dict:
+    "The committed plan's registration record, from git: the newest commit of PLAN.json, its time, sha256, every commit."
+    import hashlib
+    if _git("rev-parse", "--is-shallow-repository") == "true":
+        sys.exit("this clone is shallow: its history cannot tell which commit registered the plan; "
+                 "`git fetch --unshallow` first")
+    if _git("ls-files", "--", str(PLAN)) == "" or _git("status", "--porcelain", "--", str(PLAN)):
+        sys.exit(f"{PLAN.relative_to(ROOT)}: not committed, or modified since; commit the plan alone first")
+    commits = [line.split() for line in _git("log", "--format=%H %cI", "--", str(PLAN)).splitlines()]
+    return {"plan": str(PLAN.relative_to(ROOT)), "commit": commits[0][0], "committed": commits[0][1],
+            "sha256": hashlib.sha256(PLAN.read_bytes()).hexdigest(), "commits": [c for c, _ in commits]}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true", help="recompute the sizing and compare with the committed plan")
+    ap.add_argument("--record-registration", action="store_true",
+                    help="write results/confirm/REGISTRATION.json from git, after the plan's commit")
     args = ap.parse_args(argv)
     sys.path.insert(0, str(ROOT))
     from sentcl.core import write_json
+    if args.record_registration:
+        from sentcl.experiments.report_results import REGISTRATION_FILE
+        rec = registration()
+        write_json(PLAN.parent / REGISTRATION_FILE, rec)
+        print(f"written: {(PLAN.parent / REGISTRATION_FILE).relative_to(ROOT)} (registered at {rec['commit'][:7]}); "
+              "commit it before any confirmatory training")
+        return 0
     from sentcl.experiments.report_results import collect_results
     docs = collect_results(ROOT / "results" / "cpu")
     if args.check:

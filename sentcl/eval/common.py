@@ -82,7 +82,7 @@ def embed_unique(encoder, # a `SentenceEncoder`, or anything with `settings`, `e
     max_length = default(max_length, encoder.settings.max_length)
     settings = encoder.settings.replace(normalize=normalize, max_length=max_length)
     precision = encoder_precision(encoder, precision)
-    from sentcl.encoders import BATCH_DEPENDENT_POOLINGS
+    from sentcl.encoders.pooling import BATCH_DEPENDENT_POOLINGS
     alone = getattr(settings, "pooling", None) in BATCH_DEPENDENT_POOLINGS  # a vector depends on its batch-mates
     seen = memo.setdefault((encoder.fingerprint(settings), precision), {}) if memo is not None and not alone else {}
     by_text = sorted(range(len(uniq)), key=uniq.__getitem__)  # entries hold the sentences sorted: any order hits

@@ -16,7 +16,8 @@ from fastcore.basics import patch
 
 from ..core import SentclError, default
 from ..data.tasks import STS_TASKS, load_sts
-from ..encoders import model_inputs, pool
+from ..encoders import model_inputs
+from ..encoders.pooling import pool
 from .sts import STS_SUBSET_TASKS, eval_sts, sts_correlations
 from .common import as_encoder, cosine_rows, embed_unique, load_task_data, model_token_limit, protocol_encoder
 from ..negation import SNCSE_ANCHOR_TEMPLATE

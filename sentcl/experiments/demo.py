@@ -10,7 +10,9 @@ from pathlib import Path
 import numpy as np
 
 from ..core import atomic_write, read_jsonl, warn
-from ..train.trainer import RunOptions, check_run_folder, train
+from ..train.options import RunOptions
+from ..train.run_folder import check_run_folder
+from ..train.trainer import train
 
 # %% auto #0
 __all__ = ['DEMO_TASKS', 'STSB', 'ACC', 'NMI', 'demo_scores', 'loss_curve', 'change_intervals', 'before_after_table',

@@ -36,11 +36,12 @@ from ..train.options import RunOptions
 from ..train.trainer import train
 
 # %% auto #0
-__all__ = ['LOCK_TOKEN', 'TrainingLock', 'LockLost', 'torchrun_command', 'train_run', 'device_type', 'evaluated_as_planned',
-           'evaluate_run', 'run_commits', 'execute_run', 'select_device']
+__all__ = ['LOCK_TOKEN', 'pid_alive', 'process_start_time', 'checked_holder', 'TrainingLock', 'LockLost', 'torchrun_command',
+           'train_run', 'device_type', 'evaluated_as_planned', 'evaluate_run', 'run_commits', 'execute_run',
+           'select_device']
 
 # %% ../../nbs/73_experiments_execute.ipynb #5f94d8a4
-def _alive(pid:int) -> bool:
+def pid_alive(pid:int) -> bool:
     "Whether process `pid` of this host exists (a pid no process can have: no)."
     try: os.kill(pid, 0)
     except ProcessLookupError: return False
@@ -48,14 +49,14 @@ def _alive(pid:int) -> bool:
     except (OverflowError, TypeError, ValueError): return False
     return True
 
-def _process_started(pid) -> float|None:
+def process_start_time(pid) -> float|None:
     "When process `pid` of this host started (seconds since the epoch); None when it cannot be told."
     import psutil
     try: return psutil.Process(int(pid)).create_time()
     except (psutil.Error, ValueError, TypeError, OverflowError): return None
 
 # %% ../../nbs/73_experiments_execute.ipynb #09a4362d
-def _checked_holder(holder) -> dict|bool:
+def checked_holder(holder) -> dict|bool:
     "A lock's record as sentcl writes it (host, a pid a process can have, a start time or None), else False."
     if isinstance(holder, int) and not isinstance(holder, bool):  # an older sentcl's bare pid: this host's
         holder = {"host": socket.gethostname(), "pid": holder}
@@ -67,11 +68,11 @@ def _checked_holder(holder) -> dict|bool:
 
 def _lock_state(path:Path) -> tuple|None:
     """(holder, age in seconds, stamp) of lock file `path`, None when there is none. The holder is its record
-    (`_checked_holder`), None while empty (an older sentcl wrote it after creating it) and False when it is no lock
+    (`checked_holder`), None while empty (an older sentcl wrote it after creating it) and False when it is no lock
     sentcl writes (`{}`, garbage: nothing holds it); the stamp tells it from a later lock there."""
     try: st, text = path.stat(), path.read_text(errors="replace")
     except OSError: return None  # released meanwhile
-    try: holder = _checked_holder(json.loads(text)) if text.strip() else None
+    try: holder = checked_holder(json.loads(text)) if text.strip() else None
     except (ValueError, RecursionError): holder = False
     return holder, time.time() - st.st_mtime, (st.st_ino, st.st_mtime_ns, text)
 
@@ -96,8 +97,8 @@ class TrainingLock:
         if holder is False: return True  # no lock sentcl writes: nothing holds it
         if holder is None: return age > 2.0  # empty for two seconds: not a lock being written
         if holder["host"] == socket.gethostname():
-            if not _alive(holder["pid"]): return True
-            started = _process_started(holder["pid"])  # its pid, now another process's
+            if not pid_alive(holder["pid"]): return True
+            started = process_start_time(holder["pid"])  # its pid, now another process's
             if started and holder.get("process_started") and abs(started - holder["process_started"]) > 1.0: return True
         return age > self.stale
 
@@ -128,7 +129,7 @@ def __enter__(self:TrainingLock):
         self.token, self.inherited = os.environ[LOCK_TOKEN], True; return self  # its holder started this process
     new = self.path.with_name(f"{self.path.name}.new-{self.token}")  # written whole, then linked: never half-read
     new.write_text(json.dumps({"host": socket.gethostname(), "pid": os.getpid(), "token": self.token,
-                               "process_started": _process_started(os.getpid()),
+                               "process_started": process_start_time(os.getpid()),
                                "started": time.strftime("%Y-%m-%dT%H:%M:%S")}))
     t0 = time.monotonic()
     try:

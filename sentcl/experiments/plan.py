@@ -21,7 +21,7 @@ from ..methods import get_method, method_config
 from .parameters import DEFAULT_PRESET
 from .presets import Preset, resolve_preset
 from .rehearsal import REHEARSAL_MINI_BATCH, REHEARSAL_STEPS, rehearsal_model_folder
-from ..train.options import RunOptions, attempt_options, checked_options, options_from_record, resolve_options
+from ..train.options import RunOptions, attempt_options, checked_options, options_from_record, options_record, resolve_options
 from ..train.options import stored_options, training_key
 from ..views import VIEWS
 
@@ -194,7 +194,9 @@ PLAN_VERSION = "sentcl.experiments.session.plan/1"
 def plan_record(run:Run) -> dict:
     "`run` as JSON-ready data: its key, its training key, and every field (config and options as dicts)."
     key = None if run.method is None else training_key(run.method, run.config, run.options)
-    return {"key": run.key, "training_key": key, **dataclasses.asdict(run)}
+    record = dataclasses.asdict(run)
+    if run.options is not None: record["options"] = options_record(run.options)  # unset options: not recorded
+    return {"key": run.key, "training_key": key, **record}
 
 # %% ../../nbs/72_experiments_plan.ipynb #bdee61d0
 def run_from_record(record:dict) -> Run:

@@ -19,11 +19,11 @@ from .spec import published
 from .presets import get_preset
 
 # %% auto #0
-__all__ = ['NATIVE_BF16', 'COMMIT_EVERY_MINUTES', 'CONFIRM_COMMAND', 'CACHED_SECONDS', 'refresh_derived', 'collect_results',
-           'collect_failures', 'stand_ins_used', 'compare_results', 'run_precision', 'training_commits', 'commit_note',
-           'run_settings', 'setting_differences', 'family_verdicts', 'run_matches_plan', 'native_precision',
-           'planned_runs', 'confirm_status', 'study_cost', 'differing_values', 'cost_sentence', 'verdict_line',
-           'study_summary', 'made_start_line']
+__all__ = ['NATIVE_BF16', 'COMMIT_EVERY_MINUTES', 'CONFIRM_COMMAND', 'REGISTRATION_FILE', 'CACHED_SECONDS', 'refresh_derived',
+           'collect_results', 'collect_failures', 'stand_ins_used', 'compare_results', 'run_precision',
+           'training_commits', 'commit_note', 'run_settings', 'setting_differences', 'family_verdicts',
+           'run_matches_plan', 'native_precision', 'plan_registration', 'planned_runs', 'confirm_status', 'study_cost',
+           'differing_values', 'cost_sentence', 'verdict_line', 'study_summary', 'made_start_line']
 
 # %% ../../nbs/78_experiments_report_results.ipynb #5baccb51
 def refresh_derived(doc:dict) -> dict:
@@ -215,6 +215,27 @@ def native_precision(precision:str, # the plan's training precision
                     ) -> bool:
     "Whether a machine runs `precision` on its own units: bf16 needs AVX-512 BF16, AMX or a GPU with bf16; others any."
     return precision != "bf16" or any(bool(facts.get(k)) for k in NATIVE_BF16)
+
+REGISTRATION_FILE = "REGISTRATION.json"  # beside PLAN.json: the commit that registered it and the file's sha256
+
+def plan_registration(confirm_dir, # the confirmatory batch's folder (results/confirm), holding PLAN.json
+                     ) -> dict|None:
+    ("The plan's registration record: {'plan', 'commit', 'committed', 'sha256', 'commits'} (every commit of the plan "
+     "file, newest first), or None when none is recorded. `tools/confirm_plan.py --record-registration` writes it from "
+     "git after the plan's commit, so that a clone without the history (a shallow or archived copy) still knows it. A "
+     "plan file whose sha256 is not the registered one is refused: it changed after it was registered.")
+    import hashlib
+    folder = Path(confirm_dir)
+    path = folder/REGISTRATION_FILE
+    if not path.is_file(): return None
+    rec = read_json(path)
+    sha = hashlib.sha256((folder/"PLAN.json").read_bytes()).hexdigest()
+    if rec.get("sha256") != sha:
+        raise SentclError(f"{folder/'PLAN.json'}: its sha256 {sha[:16]}… is not the {str(rec.get('sha256'))[:16]}… "
+                          f"registered at commit {str(rec.get('commit'))[:7]} ({path.name}): the plan changed after its "
+                          "registration; restore it, or register the new plan (tools/confirm_plan.py, commit, then "
+                          "--record-registration) before any run")
+    return rec
 
 def planned_runs(plan) -> int:
     "How many run records the plan's run makes: each trained arm once per seed, an untrained arm once."

@@ -31,7 +31,7 @@ from ..core import read_json
 from .plan import Run, plan_row, plan_runs, read_plan, run_from_record, run_key
 from .plan import write_plan
 from .results import check_results
-from .execute import TrainingLock, _alive, _checked_holder, _process_started
+from .execute import TrainingLock, pid_alive, checked_holder, process_start_time
 from .spec import published
 from .presets import PRESETS, Preset, resolve_preset
 
@@ -322,10 +322,10 @@ def recorded_owner(rec:dict, # an experiment's record in batch.json
     if rec.get("status") not in ("pending", "running"): return None
     launcher = rec.get("launcher") or "local"
     if launcher == "local":
-        holder = _checked_holder({"host": rec.get("host"), "pid": rec.get("pid"),
+        holder = checked_holder({"host": rec.get("host"), "pid": rec.get("pid"),
                                   "process_started": rec.get("process_started")})
-        if not holder or holder["host"] != socket.gethostname() or not _alive(holder["pid"]): return None
-        now = _process_started(holder["pid"])
+        if not holder or holder["host"] != socket.gethostname() or not pid_alive(holder["pid"]): return None
+        now = process_start_time(holder["pid"])
         if now and holder["process_started"] and abs(now - holder["process_started"]) > 1.0: return None  # pid reused
         return f"process {holder['pid']} on {holder['host']} (a local run started {rec.get('started')})"
     if rec.get("job_id") is None or job_state is None: return None
@@ -379,7 +379,7 @@ def _run_locally(names:list, preset:str, out:Path, params:dict, jobs:int, force:
                   job_id=None, host=socket.gethostname(), pid=None, process_started=None)
         log(f"  started {n}")
         rec = run_one(n, preset, out, params, notebooks, {**job_environment(slot, jobs), **data_env},
-                      started=lambda pid: state.set(n, pid=pid, process_started=_process_started(pid)))
+                      started=lambda pid: state.set(n, pid=pid, process_started=process_start_time(pid)))
         state.set(n, **rec)
         log(_line(names.index(n) + 1, len(names), n, rec))
         return rec

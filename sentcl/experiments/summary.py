@@ -18,7 +18,7 @@ import sentcl
 from ..core import SentclError, read_json
 from ..data.paper_numbers import PAPERS, PUBLISHED_DIR, load_published, published_value
 from .catalog.registry import EXPERIMENTS, load_plan
-from .costs import GPU_PEAKS, gpu_peaks, load_gpu_check, parse_gpu
+from .costs import GPU_PEAKS, STEP_CODE, gpu_peaks, load_gpu_check, parse_gpu
 from .plan import plan_runs
 from .rehearsal import paper_architecture
 from .report_results import collect_failures, collect_results, commit_note, family_verdicts, verdict_line
@@ -28,8 +28,8 @@ from .runner import dry_run, list_experiments
 __all__ = ['OUTSIDE_FILE', 'PAPER_NAMES', 'NOT_RERUN', 'RESULTS', 'BOARD_WATTS', 'SUMMARY_GPU', 'FOLLOWS', 'CODE_SECTION',
            'HISTORY', 'load_outside', 'thread_link', 'outside_table', 'not_rerun', 'scope_markdown', 'scale_caveat',
            'study_findings', 'rehearsal_lines', 'gpu_check_lines', 'board_watts', 'paper_cost', 'model_parameters',
-           'page_choices', 'code_markdown', 'commits_missing', 'protocol_line', 'history_markdown', 'authors_markdown',
-           'paper_summary']
+           'page_choices', 'code_markdown', 'has_history', 'commits_missing', 'protocol_line', 'history_markdown',
+           'authors_markdown', 'paper_summary']
 
 # %% ../../nbs/79a_experiments_summary.ipynb #b7d1b32d
 OUTSIDE_FILE = PUBLISHED_DIR/"outside.json"
@@ -220,13 +220,15 @@ def gpu_check_lines(paper:str, path=None) -> list[str]:
     if check is None: return ["No GPU check record in this checkout (`tools/gpu_check.py` makes one)."]
     rows = [r for r in check.get("rows", []) if r.get("experiment") in EXPERIMENTS and EXPERIMENTS[r["experiment"]].paper == paper]
     if not rows: return [f"The GPU check ({Path(source).name}) timed none of this paper's trainings."]
-    gpu, commit = check["hardware"].get("gpu"), check.get("commit")
+    gpu, commit, code = check["hardware"].get("gpu"), check.get("commit"), check.get("step_code", 1)
+    older = "" if code == STEP_CODE else (f"; step code {code}, older than today's {STEP_CODE}: these paces are not "
+                                          "today's step's, and the cost below uses them only as estimates' shares of peak")
     def row(r):
         if "error" in r or not r.get("finished"): return f"`{r['arm']}` {r['precision']}: did not finish ({r.get('error', 'stopped')})"
         return (f"`{r['experiment']}` `{r['arm']}` ({r['model']}, batch {r['batch']}, {r['precision']}"
                 + (", cuDNN attention" if r.get("cudnn_attention") else "") + f"): {r['steps']} steps, "
                 f"{r['seconds_per_step']:.3g} s/step, peak {r['peak_memory_gb']:.1f} GB")
-    return [f"GPU check on {gpu} at commit {commit} (full-depth models of the paper architectures, random weights):",
+    return [f"GPU check on {gpu} at commit {commit} (full-depth models of the paper architectures, random weights{older}):",
             *[f"  - {row(r)}" for r in rows]]
 
 # %% ../../nbs/79a_experiments_summary.ipynb #c5f15bc6
@@ -360,10 +362,16 @@ HISTORY["declutr"] = {
                     "bc91369": "a rerun identical seed by seed", "a99798c": "the objectives and the projection head"}}
 
 # %% ../../nbs/79a_experiments_summary.ipynb #2b8a8b26
+def has_history(repo) -> bool:
+    "Whether `repo` is a git checkout with its whole history (an archive has no .git; a shallow clone lacks the past)."
+    if not (Path(repo)/".git").exists(): return False
+    shallow = subprocess.run(["git", "-C", str(repo), "rev-parse", "--is-shallow-repository"], capture_output=True, text=True)
+    return shallow.returncode == 0 and shallow.stdout.strip() == "false"
+
 def commits_missing(commits, repo=None) -> list[str]:
-    "The commits of `commits` the checkout's history lacks ([] where there is no history to ask)."
+    "The commits of `commits` the checkout's history lacks ([] where there is no whole history to ask: no .git, a shallow clone)."
     repo = Path(repo or Path(sentcl.__file__).resolve().parents[1])
-    if not (repo/".git").exists(): return []
+    if not has_history(repo): return []
     ask = lambda c: subprocess.run(["git", "-C", str(repo), "cat-file", "-e", f"{c}^{{commit}}"], capture_output=True).returncode
     return [c for c in commits if ask(c) != 0]
 

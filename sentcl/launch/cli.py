@@ -100,15 +100,16 @@ def job_plan(names:list, preset:str, out, parameters:dict|None=None, cluster:Clu
         after = training_order(todo, preset, out, plan_args)
         runs = {n: plan_runs(get_experiment(n), preset, out/n, **plan_args) for n in todo}
     wave, hours, seen, rows = waves(after), parse_time(options.time) / 60 * options.gpus_per_job, set(), []
-    a100 = dataclasses.replace(paper_calibration(), measured={})  # every pace on the A100, at the best share measured
+    a100 = dataclasses.replace(paper_calibration(), measured={})  # every pace on the A100, at a share of peak measured
     for n in todo:
         trained = [r for r in runs[n] if r.method is not None]
         cost = plan_cost([r for r in trained if r.train_folder not in seen and not training_finished(r.train_folder)],
                          a100)
         seen.update(r.train_folder for r in trained)
+        card, every = REFERENCE_GPU.name.split()[1], cost["estimated"] == cost["trainings"]
         rows.append({"experiment": n, "wave": wave[n], "after": ", ".join(after[n]) or "-", "runs": len(runs[n]),
-                     "trains": cost["trainings"], f"est. GPU-h ({REFERENCE_GPU.name.split()[1]})":
-                     round(cost["gpu_hours"], 1) if cost["estimated"] == cost["trainings"] else "-",
+                     "trains": cost["trainings"], f"est. GPU-h ({card})": round(cost["gpu_hours"], 1) if every else "-",
+                     f"GPU-h bound ({card})": round(cost["bound_hours"], 1) if every else "-",
                      **{k: "-" if v is None else v for k, v in dataclasses.asdict(options).items()
                         if k in SCALAR_OPTIONS[:-1]},
                      "requested GPU-h": round(hours, 1)})

@@ -90,7 +90,8 @@ class TrainingJob:
     def __call__(self) -> dict:
         "Train under the run folder's lock (`TrainingLock`), resuming from its checkpoint; a finished run is kept."
         from sentcl.experiments.execute import TrainingLock
-        from sentcl.train.trainer import finished_summary, train
+        from sentcl.train.run_folder import finished_summary
+        from sentcl.train.trainer import train
         out = self.options.out
         with TrainingLock(out, log=lambda m: print(f"sentcl: {m.strip()}", flush=True)):
             if (done := finished_summary(out)) is not None:

@@ -16,7 +16,7 @@ import torch
 from fastcore.basics import patch
 from torch import Tensor, nn
 
-from ..batching import group_features, to_device, token_rows
+from ..batching import BATCH_DEPENDENT, group_features, to_device, token_rows
 from ..core import SentclError, default, text_hash
 from ..encoders import EncoderSettings, SentenceEncoder
 
@@ -271,11 +271,21 @@ def group_parts(self:Method, inputs:dict) -> list[tuple[list[str], EncoderSettin
     return [(inputs["sentences"], inputs.get("settings", self.train_settings))]
 
 # %% ../../nbs/30_methods_base.ipynb #ff4f542d
+Method.pad_to_max_length = False  # the trainer sets it from `RunOptions.pad_to_max_length`: every group at max_length
+
+@patch
+def check_fixed_length(self:Method):
+    "Raise where padding every group to max_length would change this method's loss (a pooling over the padding)."
+    if self.train_settings.pooling in BATCH_DEPENDENT:
+        raise SentclError(f"{self.name}: --pad-to-max-length pads every group to max_length, but pooling "
+                          f"{self.train_settings.pooling!r} averages over the padding (the loss would change); "
+                          "train it without --pad-to-max-length")
+
 @patch
 def group_features(self:Method, inputs:dict, rows=None, device=None) -> dict:
     "A group tokenized and padded (`sentcl.batching.group_features`) on `device` (None: the CPU), with its settings."
     parts = self.group_parts(inputs)
-    feats = group_features(self.encoder.tokenizer, parts, rows)
+    feats = group_features(self.encoder.tokenizer, parts, rows, fixed=self.pad_to_max_length)
     if device is not None: feats = to_device(feats, device)
     return {**{k: v for k, v in inputs.items() if k not in ("sentences", "parts")}, **feats, "settings": parts[0][1]}
 

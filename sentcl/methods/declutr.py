@@ -16,7 +16,8 @@ from torch import Tensor, nn
 
 from ..batching import group_features, padded_length, to_device
 from ..core import SentclError, default
-from ..encoders import attention_bias, model_inputs, pool
+from ..encoders import attention_bias, model_inputs
+from ..encoders.pooling import pool
 from ..losses import nt_xent
 from .base import NON_NEGATIVE, Method, MethodConfig, batch_generator, bert_init_
 
@@ -251,6 +252,16 @@ def group_features(self:DeCLUTR, inputs, rows=None, device=None):
     f = {k: F.pad(v, (0, extra), value=tok.pad_token_id if k == "input_ids" else 0) for k, v in {**f, "input_ids": ids}.items()}
     out = {**f, **mlm_targets(labels), "num_masked": int((labels != -100).sum())}
     return {**(to_device(out, device) if device is not None else out), "settings": s}
+
+# %% ../../nbs/36_methods_declutr.ipynb #0a4353de
+@patch
+def check_fixed_length(self:DeCLUTR):
+    "DeCLUTR's MLM anchors pad to their longest span on purpose (the mask's draws depend on it): no fixed length."
+    if self.config.objective != "contrastive":
+        raise SentclError(f"declutr: --pad-to-max-length cannot fix the MLM anchors' length (objective "
+                          f"{self.config.objective!r}: their masks are drawn over the padded length); use objective "
+                          "'contrastive' or train without --pad-to-max-length")
+    Method.check_fixed_length(self)
 
 # %% ../../nbs/36_methods_declutr.ipynb #99749826
 @patch

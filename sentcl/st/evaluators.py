@@ -12,7 +12,7 @@ from ..encoders import EncoderSettings
 from ..eval import CLUSTERING_MAX_LENGTH, STS_SUBSET_TASKS, eval_clustering, eval_sts, protocol_encoder
 from ..eval.senteval import eval_transfer
 from ..precision import autocast_context
-from .models import _transformer
+from .models import transformer_of
 from ..st_modules import MaskPooling
 
 try: from sentence_transformers.sentence_transformer.evaluation import SentenceEvaluator  # >= 6
@@ -35,7 +35,7 @@ def _st_settings(model) -> EncoderSettings:
 class _STEncoder:
     "A `SentenceTransformer` as sentcl's evaluation reads an encoder: settings, `with_settings`, `encode` (no cache)."
     def __init__(self, st, settings:EncoderSettings=None):
-        self.st, self.model, self.name_or_path = st, _transformer(st), "SentenceTransformer"
+        self.st, self.model, self.name_or_path = st, transformer_of(st), "SentenceTransformer"
         self.settings = settings or _st_settings(st)
     @property
     def device(self): return self.st.device

@@ -11,9 +11,9 @@ from fastcore.basics import patch
 from torch import Tensor, nn
 
 from ..core import SentclError
-from .models import SentenceTransformer, _build_heads, _check_raw, _transformer, _unwrap
+from .models import SentenceTransformer, attach_heads, check_raw_output, transformer_of, unwrap_model
 from .batches import embed_batch, gather, gather_ids
-from ..encoders import tokenize_with_template
+from ..encoders.templates import tokenize_with_template
 from ..losses import bml_loss, info_nce, nt_xent, pairsupcon_instance_loss, sncse_negative_loss
 from ..losses import sncse_positive_loss, supcon_loss
 from ..methods.base import batch_generator
@@ -89,8 +89,8 @@ class PairSupConLoss(nn.Module):
         self.mini_batch_size, self.gather_across_devices = mini_batch_size, gather_across_devices
         self.config = PairSupConConfig().replace(temperature=temperature, beta=beta, hard_negatives=hard_negatives,
                                                  weighting=weighting, head_dim=head_dim)
-        _check_raw("PairSupConLoss", model)
-        _build_heads(self, PairSupCon.build_heads, model)
+        check_raw_output("PairSupConLoss", model)
+        attach_heads(self, PairSupCon.build_heads, model)
         self.to(model.device)
 
 # %% ../../nbs/87_st_losses.ipynb #5ad7a4d2
@@ -145,8 +145,8 @@ class SupConLoss(nn.Module):
         self.model, self.mini_batch_size, self.gather_across_devices = model, mini_batch_size, gather_across_devices
         self.config = SupConConfig().replace(temperature=temperature, lam=lam, n_pos=n_pos, n_neg=n_neg,
                                              classifier_hidden=classifier_hidden, seed=seed)
-        _check_raw("SupConLoss", model)
-        _build_heads(self, LiaoMethod.build_heads, model)
+        check_raw_output("SupConLoss", model)
+        attach_heads(self, LiaoMethod.build_heads, model)
         self.to(model.device)
 
 # %% ../../nbs/87_st_losses.ipynb #ade111be
@@ -170,7 +170,7 @@ def forward(self:SupConLoss, sentence_features, labels) -> dict[str, Tensor]:
 # %% ../../nbs/87_st_losses.ipynb #924083e9
 def _check_prompt_model(model):
     "A one-line error unless `model` tokenises inside a template and pools at its [MASK]."
-    model = _unwrap(model)
+    model = unwrap_model(model)
     if not (hasattr(model[0], "template") and isinstance(model[-1], MaskPooling)):
         raise SentclError("SNCSELoss: the model must embed a sentence at the [MASK] of a prompt, which a plain "
                           "SentenceTransformer cannot; build it with sentcl.st.models.sentence_transformer(name, "
@@ -179,7 +179,7 @@ def _check_prompt_model(model):
 # %% ../../nbs/87_st_losses.ipynb #4dd07cc8
 def _template_prefix(model, template:str) -> list[int]:
     "The token ids every text tokenised inside `template` starts with (special tokens and the text before it)."
-    tok = _unwrap(model)[0].tokenizer
+    tok = unwrap_model(model)[0].tokenizer
     ids = tokenize_with_template(tok, ["x"], template, 512)[0]["input_ids"]
     return ids[:ids.index(tok.convert_tokens_to_ids(tok.tokenize("x"))[0])]
 
@@ -201,8 +201,8 @@ class SNCSELoss(nn.Module):
                                             negation_role=negation_role, anchor_template=anchor_template,
                                             view_template=view_template)
         _check_prompt_model(model)
-        _check_raw("SNCSELoss", model)
-        _build_heads(self, SNCSE.build_heads, model)
+        check_raw_output("SNCSELoss", model)
+        attach_heads(self, SNCSE.build_heads, model)
         self.prompts = {"anchor": anchor_template, "positive": view_template, "negative": view_template}
         self.to(model.device)
 
@@ -236,13 +236,13 @@ def forward(self:SNCSELoss, sentence_features, labels=None) -> dict[str, Tensor]
 # %% ../../nbs/87_st_losses.ipynb #19028389
 def _check_mean_pooling(model, projection:bool=False):
     "A one-line error unless `model` mean-pools, as DeCLUTR does (a final Normalize changes no cosine: allowed)."
-    kinds = [type(m).__name__ for m in _unwrap(model)]
-    pooling = getattr(_unwrap(model)[1], "pooling_mode", None)
+    kinds = [type(m).__name__ for m in unwrap_model(model)]
+    pooling = getattr(unwrap_model(model)[1], "pooling_mode", None)
     if pooling not in ("mean", ("mean",)) or kinds[2:] not in ([], ["Normalize"]):
         raise SentclError("DeCLUTRLoss: the model must mean-pool its token states and add nothing after (DeCLUTR's "
                           f"pooling), got {kinds}; build it with "
                           "sentcl.st.models.sentence_transformer(name, pooling='mean')")
-    if projection: _check_raw("DeCLUTRLoss with projection=True", model)
+    if projection: check_raw_output("DeCLUTRLoss with projection=True", model)
 
 # %% ../../nbs/87_st_losses.ipynb #747333b2
 class DeCLUTRLoss(nn.Module):
@@ -264,7 +264,7 @@ class DeCLUTRLoss(nn.Module):
                                               projection_activation=projection_activation, memory_size=memory_size,
                                               seed=seed)
         _check_mean_pooling(model, projection)
-        _build_heads(self, DeCLUTR.build_heads, model)
+        attach_heads(self, DeCLUTR.build_heads, model)
         self.to(model.device)
 
 # %% ../../nbs/87_st_losses.ipynb #4c522cc1
@@ -272,11 +272,11 @@ class DeCLUTRLoss(nn.Module):
 def masked_anchors(self:DeCLUTRLoss, features:dict) -> tuple[Tensor, Tensor]: # (n, d) embeddings, scalar MLM loss
     "Embeddings of the MLM-masked anchors and the MLM loss (Eq. 3), from one forward pass."
     g = batch_generator(self.config.seed, features["input_ids"])
-    ids, labels = mask_tokens(features["input_ids"], features["attention_mask"], _unwrap(self.model).tokenizer,
+    ids, labels = mask_tokens(features["input_ids"], features["attention_mask"], unwrap_model(self.model).tokenizer,
                               self.config.mlm_probability, g)
     out = self.model({**features, "input_ids": ids})                            # token states of the masked text
     picked = labels != -100
-    logits = self.mlm_head(out["token_embeddings"][picked], _transformer(self.model).get_input_embeddings().weight)
+    logits = self.mlm_head(out["token_embeddings"][picked], transformer_of(self.model).get_input_embeddings().weight)
     mlm = F.cross_entropy(logits.float(), labels[picked], reduction="sum") / max(int(picked.sum()), 1)
     return out["sentence_embedding"], mlm
 

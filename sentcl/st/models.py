@@ -22,7 +22,7 @@ except ImportError as e:  # pragma: no cover
 
 
 # %% auto #0
-__all__ = ['sentence_transformer']
+__all__ = ['sentence_transformer', 'unwrap_model', 'transformer_of', 'check_raw_output', 'attach_heads']
 
 # %% ../../nbs/84_st_models.ipynb #c0ae7e4b
 def sentence_transformer(model="default", # a `SentenceEncoder` (its weights are copied), or a model spec
@@ -37,28 +37,28 @@ def sentence_transformer(model="default", # a `SentenceEncoder` (its weights are
         return load_sentence_transformer(path, device=str(device or enc.device))  # sentcl's classes, no remote code
 
 # %% ../../nbs/84_st_models.ipynb #b0961726
-def _unwrap(model):
+def unwrap_model(model):
     "The `SentenceTransformer` inside what the trainer may hand a loss (a DDP or `torch.compile` wrapper)."
     while hasattr(model, "module") or hasattr(model, "_orig_mod"):
         model = getattr(model, "module", None) or model._orig_mod
     return model
 
-def _transformer(model) -> nn.Module:
+def transformer_of(model) -> nn.Module:
     "The Hugging Face transformer inside a `SentenceTransformer` (its first module's `auto_model`)."
-    t = getattr(_unwrap(model)[0], "auto_model", None)
+    t = getattr(unwrap_model(model)[0], "auto_model", None)
     if t is None: raise SentclError(f"sentcl.st: the model's first module {type(model[0]).__name__} is not a "
                                     "transformer; build the model with sentcl.st.models.sentence_transformer")
     return t
 
-def _check_raw(loss:str, model):
+def check_raw_output(loss:str, model):
     "A one-line error if `model` L2-normalises its output: the method's heads read the raw pooled vectors."
-    if type(_unwrap(model)[-1]).__name__ == "Normalize":
+    if type(unwrap_model(model)[-1]).__name__ == "Normalize":
         raise SentclError(f"{loss}: the model ends with a Normalize module, but the method's heads read the raw pooled "
                           "vectors; build it with sentcl.st.models.sentence_transformer(name) (normalize=False)")
 
-def _build_heads(loss:nn.Module, build, model) -> None:
+def attach_heads(loss:nn.Module, build, model) -> None:
     "Give `loss` the heads a sentcl method's `build_heads` makes: the same layers, initialised the same way."
-    t = _transformer(model)
+    t = transformer_of(model)
     loss.encoder = SimpleNamespace(model=t, name_or_path=getattr(t.config, "_name_or_path", ""))  # what they read
     dim = (getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension)()  # ST 6 first
     loss.embedding_dim = dim                                                   # the heads' input width

@@ -18,8 +18,9 @@ from ..methods import method_config
 from .presets import TrainingPreset, training_preset
 
 # %% auto #0
-__all__ = ['RESUME_MAY_CHANGE', 'WEIGHT_FREE_OPTIONS', 'RunOptions', 'run_record', 'flat_record', 'checked_options',
-           'resolve_options', 'resolve', 'training_key', 'stored_options', 'attempt_options', 'options_from_record']
+__all__ = ['RESUME_MAY_CHANGE', 'WHEN_SET', 'COMPILE_MODES', 'WEIGHT_FREE_OPTIONS', 'RunOptions', 'options_record', 'run_record',
+           'flat_record', 'checked_options', 'resolve_options', 'resolve', 'training_key', 'stored_options',
+           'attempt_options', 'options_from_record']
 
 # %% ../../nbs/46_train_options.ipynb #49e5aa4e
 @dataclass
@@ -39,26 +40,47 @@ class RunOptions:
     # DataLoader worker processes that build and tokenize batches ahead of the step; None: `default_loader_workers`
     loader_workers:int|None = field(default=None, metadata={"range": NON_NEGATIVE})
     log_every:int = 10 # read the loss terms from the device (and check them) every N steps, not every step
-    compile:bool = False # torch.compile the encoder (measured on a GPU; never turned on by sentcl itself)
+    # torch.compile the encoder (measured on a GPU; never turned on by sentcl itself): True, or "reduce-overhead" (CUDA
+    # graphs: one captured step replayed; needs pad_to_max_length, the same shape every step)
+    compile:bool|str = False
+    # pad every group to the config's max_length (short-sentence methods: one shape every step, which CUDA graphs need);
+    # the padding is masked, so the loss is the per-batch padding's. Recorded only when set: plans without it are unchanged
+    pad_to_max_length:bool = field(default=False, metadata={"recorded": "when set"})
     report_to:str = "none" # training curves: none, tensorboard (RUN/tensorboard) or trackio, see sentcl.train.curves
 
 # %% ../../nbs/46_train_options.ipynb #e39104c2
 RESUME_MAY_CHANGE = ("run.out", "run.stop_after", "run.save_every", "run.resume", "run.progress", "run.loader_workers",
                      "run.log_every", "run.compile", "run.report_to")
 
+WHEN_SET = tuple(f.name for f in dataclasses.fields(RunOptions) if f.metadata.get("recorded") == "when set")
+
+def options_record(options:RunOptions) -> dict:
+    "`options` as data: every field, less those recorded only when set (`WHEN_SET`) left at their defaults."
+    fields = {f.name: f for f in dataclasses.fields(options)}
+    return {k: v for k, v in dataclasses.asdict(options).items() if k not in WHEN_SET or v != fields[k].default}
+
 def run_record(method:str, config:MethodConfig, options:RunOptions) -> dict:
     "A run as data: {'run': {'method': name, **options}, 'method': {**config}} (what `--show-config` prints)."
-    return {"run": {"method": method, **dataclasses.asdict(options)}, "method": dataclasses.asdict(config)}
+    return {"run": {"method": method, **options_record(options)}, "method": dataclasses.asdict(config)}
 
 def flat_record(record:dict) -> dict:
     "`run_record` flattened to `run.<option>` and `method.<field>` keys (config.json, and what resume compares)."
     return {f"{part}.{k}": v for part, d in record.items() for k, v in d.items()}
 
 # %% ../../nbs/46_train_options.ipynb #2e325e4b
+COMPILE_MODES = (False, True, "reduce-overhead")  # RunOptions.compile: off, torch.compile's default mode, CUDA graphs
+
 def checked_options(options:RunOptions) -> RunOptions:
     "`options` with every field checked (`check_field`): a one-line error names the first that is out of range."
-    return dataclasses.replace(options, **{f.name: check_field(RunOptions, f.name, getattr(options, f.name))
-                                           for f in dataclasses.fields(options)})
+    options = dataclasses.replace(options, **{f.name: check_field(RunOptions, f.name, getattr(options, f.name))
+                                              for f in dataclasses.fields(options)})
+    if options.compile not in COMPILE_MODES:
+        raise SentclError(f"compile={options.compile!r} is not a valid RunOptions setting: expected False, True or "
+                          "'reduce-overhead' (CUDA graphs)")
+    if options.compile == "reduce-overhead" and not options.pad_to_max_length:
+        raise SentclError("--compile reduce-overhead captures CUDA graphs, which replay one shape, but this run pads each "
+                          "batch to its own longest row; add --pad-to-max-length (a fixed shape), or use --compile")
+    return options
 
 # %% ../../nbs/46_train_options.ipynb #be5033bf
 def resolve_options(method:str, # a key of `sentcl.methods.METHODS` (the default run folder is runs/<method>)
@@ -93,7 +115,7 @@ WEIGHT_FREE_OPTIONS = ("out", "resume", "progress", "save_every", "stop_after", 
 
 def training_key(method:str, config:MethodConfig, options:RunOptions) -> str:
     "A short hash of everything that decides a training run's weights."
-    opts = {k: v for k, v in dataclasses.asdict(options).items() if k not in WEIGHT_FREE_OPTIONS}
+    opts = {k: v for k, v in options_record(options).items() if k not in WEIGHT_FREE_OPTIONS}  # unset options: not in it
     blob = json.dumps([method, dataclasses.asdict(config), opts], sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 

@@ -86,6 +86,7 @@ def build_optimizer(
     weight_decay:float=0.0, # weight decay of groups without one
     eps:float=None, # Adam epsilon; None = torch's default
     no_decay:set[int]=frozenset(), # ids of parameters that get no weight decay
+    capturable:bool=False, # step counts kept on the device (CUDA graphs may capture the update)
 ) -> torch.optim.Optimizer:
     "Adam or AdamW over `groups`; parameters in `no_decay` get no weight decay."
     out = []
@@ -96,5 +97,6 @@ def build_optimizer(
         out += [{**base, "params": ps, "weight_decay": w} for ps, w in ((decay, wd), (keep, 0.0 if wd else wd)) if ps]
     if name not in ("adam", "adamw"): raise SentclError(f"unknown optimizer {name!r}; choose adam or adamw")
     kind, kw = torch.optim.Adam if name == "adam" else torch.optim.AdamW, {} if eps is None else {"eps": eps}
+    if capturable: kw["capturable"] = True
     try: return kind(out, lr=lr, fused=True, **kw)   # one kernel per tensor (CPU: torch >= 2.4; CUDA)
     except (RuntimeError, TypeError, ValueError): return kind(out, lr=lr, **kw)  # a device or torch without it
