@@ -11,7 +11,7 @@ import sys
 from ..core import SentclError
 from ..experiments.parameters import DEFAULT_PRESET, batch_parameters, typed_parameter
 from ..precision import PRECISIONS
-from ..train.presets import ALL_PRESETS
+from ..experiments.presets import PRESETS
 
 # %% auto #0
 __all__ = ['EXPERIMENT_PARAMETERS', 'parse_parameters', 'add_experiment_selection', 'add_batch_arguments',
@@ -47,7 +47,7 @@ def add_experiment_selection(p:argparse.ArgumentParser):
 # %% ../../nbs/89b_cli_experiments.ipynb #a271efe3
 def add_batch_arguments(run:argparse.ArgumentParser):
     "What a batch of `sentcl experiments run` runs: preset, data, output folder and notebook parameters."
-    run.add_argument("--preset", default=DEFAULT_PRESET, choices=ALL_PRESETS,
+    run.add_argument("--preset", default=DEFAULT_PRESET, choices=tuple(PRESETS),  # every experiment preset
                      help="paper (GPU, hub data), cpu (the small study here), cpu-smoke (pipeline check)")
     run.add_argument("--data-dir", default=None, help="a data folder in sentcl's layout (the cpu preset needs one)")
     run.add_argument("--out", default="runs/experiments", help="batch folder: one sub-folder per experiment")

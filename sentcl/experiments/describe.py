@@ -14,8 +14,7 @@ from .plan import plan_runs
 from .results import measured_value
 from .spec import Experiment, published
 from ..methods import get_method
-from .presets import Preset, get_preset
-from ..train.presets import ALL_PRESETS
+from .presets import PRESETS, Preset, resolve_preset
 from ..views import VIEWS
 
 
@@ -37,8 +36,8 @@ _UNITS = {"nli": "pairs", "sentences": "sentences", "documents": "documents"}  #
 
 def _plan_facts(exp:Experiment, p:Preset) -> dict:
     "What `plan_runs` will run for `exp` under `p`: arms, trainings, models, lengths, batches, data and tasks."
-    runs = plan_runs(exp, p.name, out=Path("/nonexistent"), data_dir="<data-dir>" if p.needs_data_dir else None)
-    trained, tasks = [r for r in runs if r.method is not None], resolve_tasks(exp.tasks[p.name])
+    runs = plan_runs(exp, p, out=Path("/nonexistent"), data_dir="<data-dir>" if p.needs_data_dir else None)
+    trained, tasks = [r for r in runs if r.method is not None], resolve_tasks(exp.tasks[p.scale])
     by_kind = {}
     for t in tasks: by_kind.setdefault(task_kind(t, p.data_dir), []).append(t)
     unit = lambda r: _UNITS.get(VIEWS[get_method(r.method).view].corpus, "examples")
@@ -52,14 +51,14 @@ def _plan_facts(exp:Experiment, p:Preset) -> dict:
             "tasks": by_kind, "stand_ins": _stand_ins(exp, p, tasks)}
 
 # %% ../../nbs/76_experiments_describe.ipynb #0b94770d
-def preset_facts(preset:str, # a key of `sentcl.experiments.presets.PRESETS`
+def preset_facts(preset:str|Preset, # a key of `sentcl.experiments.presets.PRESETS`, or the preset itself
                  experiment:str|None=None, # an experiment: add what its runs under `preset` are
                 ) -> dict:
     "What `preset` sets, as data (its `Preset` fields); with `experiment`, also its planned runs."
-    p = get_preset(preset)
+    p = resolve_preset(preset)
     seeds = p.seeds if experiment is None else p.seeds_for(experiment)
     facts = {"preset": p.name, "kind": p.kind, "steps": p.max_steps, "model": p.model, "seeds": seeds,
-             "batch_cap": p.batch_size, "train_preset": p.name, "precision": p.precision,
+             "batch_cap": p.batch_size, "train_preset": p.training.name, "precision": p.precision,
              "eval_precision": p.eval_precision, "data_dir": p.data_dir, "needs_data_dir": p.needs_data_dir,
              "corpora": dict(p.corpora), "stand_ins": dict(p.stand_ins), "study": dict(p.study)}
     return facts if experiment is None else {**facts, **_plan_facts(get_experiment(experiment), p)}
@@ -122,7 +121,7 @@ def _arm_words(f:dict) -> str:
     return f"{head}: {count}, {_n(f['trainings'], 'training')}{shared}"
 
 # %% ../../nbs/76_experiments_describe.ipynb #7575683c
-def preset_summary(preset:str, # a key of `sentcl.experiments.presets.PRESETS`
+def preset_summary(preset:str|Preset, # a key of `sentcl.experiments.presets.PRESETS`, or the preset itself
                    experiment:str|None=None, # an experiment: say what its runs are under `preset`
                   ) -> str:
     "One sentence on what `preset` sets, and with `experiment` what its runs are: rendered, never typed."
@@ -139,7 +138,7 @@ def preset_summary(preset:str, # a key of `sentcl.experiments.presets.PRESETS`
 
 # %% ../../nbs/76_experiments_describe.ipynb #1cf5e3e5
 def preset_summaries(experiment:str, # an experiment name
-                     presets=ALL_PRESETS, # the presets to describe
+                     presets=None, # the presets to describe (None: every one in `PRESETS`)
                     ) -> str:
     "A Markdown list with `preset_summary` of `experiment` under each preset (what its notebook shows)."
-    return "\n".join(f"- {preset_summary(p, experiment)}" for p in presets)
+    return "\n".join(f"- {preset_summary(p, experiment)}" for p in (PRESETS if presets is None else presets))

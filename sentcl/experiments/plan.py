@@ -98,8 +98,8 @@ def arm_overrides(arm:Arm, preset:Preset, model:str|None, batch_size:int|None) -
 
 # %% ../../nbs/72_experiments_plan.ipynb #b349dfe7
 def _eval_options(exp:Experiment, preset:Preset) -> dict:
-    "The `evaluate` keyword arguments of `exp`'s runs under `preset`: its own, and the preset's precision."
-    return {"precision": preset.eval_precision, **exp.eval_options.get(preset.name, {})}
+    "The `evaluate` keyword arguments of `exp`'s runs under `preset`: its own at the preset's scale, its precision."
+    return {"precision": preset.eval_precision, **exp.eval_options.get(preset.scale, {})}
 
 def _reference_run(exp:Experiment, arm:Arm, preset:Preset, folder:Path, model, data_dir) -> Run:
     "The `Run` of an untrained arm: its model evaluated as it is."
@@ -108,7 +108,7 @@ def _reference_run(exp:Experiment, arm:Arm, preset:Preset, folder:Path, model, d
         raise SentclError(f"{exp.name}: arm {arm.name} evaluates an untrained model, but neither the arm nor the "
                           f"preset names one; pass model=")
     extra = {k: v for k, v in (("pooling", arm.pooling), ("template", arm.template)) if v is not None}
-    return Run(exp.name, arm.name, None, None, target, {}, None, None, exp.tasks[preset.name], exp.protocol,
+    return Run(exp.name, arm.name, None, None, target, {}, None, None, exp.tasks[preset.scale], exp.protocol,
                {**_eval_options(exp, preset), **extra, "data_dir": data_dir}, str(folder), None)
 
 # %% ../../nbs/72_experiments_plan.ipynb #5f6f31a5
@@ -123,7 +123,7 @@ def _train_run(exp:Experiment, arm:Arm, preset:Preset, seed, folder:Path, store:
     config, options = method_config(arm.method, **over), resolve_options(arm.method, options, preset.training)
     options = stored_options(store, arm.method, config, options)  # the shared folder of these weights
     return Run(exp.name, arm.name, config.seed, arm.method, config.model, over, config, options,
-               exp.tasks[preset.name], config.eval_protocol, _eval_options(exp, preset), str(folder), options.out)
+               exp.tasks[preset.scale], config.eval_protocol, _eval_options(exp, preset), str(folder), options.out)
 
 # %% ../../nbs/72_experiments_plan.ipynb #afc42612
 @patch
@@ -157,7 +157,7 @@ def plan_runs(exp:Experiment, # the experiment
               store:str|Path|None=None, # shared training runs (default: `_train` beside `out`)
               model:str|None=None, data_dir:str|None=None, # None: the preset's
               steps:int|None=None, batch_size:int|None=None, seeds=None, precision:str|None=None, # None: the preset's
-              arms=None, # arm names to run (None: the preset's study arms of `exp`, else every arm of the preset)
+              arms=None, # arm names to run (None: the preset's study arms of `exp`, else every arm its scale runs)
               rehearse:bool=False, # the paper preset's runs at their shapes, a couple of steps (`sentcl.experiments.rehearsal`)
               report_to:str="none", # training curves of every training (`sentcl.train.curves`); not part of the weights
              ) -> list[Run]:
@@ -170,7 +170,7 @@ def plan_runs(exp:Experiment, # the experiment
     out = Path(default(out, Path("runs")/"experiments"/exp.name))
     store = Path(default(store, out.parent/"_train"))
     arms = default(arms, p.study.get(exp.name))  # the study's arms of this experiment, unless arms= says otherwise
-    chosen = [a for a in exp.arms if p.name in a.presets and (arms is None or a.name in arms)]
+    chosen = [a for a in exp.arms if p.scale in a.scales and (arms is None or a.name in arms)]
     unknown = set(arms or ()) - {a.name for a in exp.arms}
     if unknown: raise SentclError(f"{exp.name}: unknown arm(s) {sorted(unknown)}; arms: {[a.name for a in exp.arms]}")
     steps, precision = default(steps, p.max_steps), default(precision, p.precision)

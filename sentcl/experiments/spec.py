@@ -12,7 +12,7 @@ from fastcore.basics import patch
 from ..core import SentclError
 from ..methods import get_method
 from ..data.paper_numbers import PAPERS, load_published
-from ..train.presets import ALL_PRESETS
+from .presets import ALL_SCALES, SCALES
 
 # %% auto #0
 __all__ = ['STAND_IN_WORDS', 'published', 'Arm', 'Contrast', 'Experiment', 'column_headings']
@@ -32,7 +32,7 @@ class Arm:
     method:str|None # a key of `sentcl.methods.METHODS`; None: evaluate a model untrained
     overrides:dict = field(default_factory=dict) # method-config fields of this row ('model' applies under paper only)
     row:str|None = None # the published row this arm measures, in each of the experiment's tables
-    presets:tuple = ALL_PRESETS # the presets that run this arm
+    scales:tuple = ALL_SCALES # the catalog scales that run this arm (`sentcl.experiments.presets.SCALES`)
     model:str|None = None # untrained arms under the paper preset: the model (small presets use their own)
     pooling:str|None = None # untrained arms: the pooling to evaluate with (None: the model's own)
     template:str|None = None # untrained arms with 'mask' pooling: the prompt
@@ -54,19 +54,19 @@ class Contrast:
 # %% ../../nbs/60_experiments_spec.ipynb #c75e3721
 @dataclass(frozen=True)
 class Experiment:
-    "One table or figure of a paper: its arms, what is evaluated under each preset, and the claims it tests."
+    "One table or figure of a paper: its arms, what is evaluated at each scale, and the claims it tests."
     name:str # e.g. 'pairsupcon-table5'
     paper:str # a key of `sentcl.data.paper_numbers.PAPERS`
     tables:tuple # published table ids (`sentcl/published/<paper>.json`) this reproduces
     title:str # e.g. 'PairSupCon Table 5: hard negatives'
     measures:str # what it measures, one line
     arms:tuple # `Arm`s
-    tasks:dict # preset -> task spec of `sentcl.eval.evaluate`
+    tasks:dict # scale -> task spec of `sentcl.eval.evaluate`
     columns:dict = field(default_factory=dict) # published column (or '<table>:<column>') -> measured column
     contrasts:tuple = () # `Contrast`s: the paper's claims this experiment tests
     protocol:str = "senteval" # evaluation protocol of untrained arms (trained arms use their method's)
-    eval_options:dict = field(default_factory=dict) # preset -> extra `evaluate` keyword arguments
-    cost:dict = field(default_factory=dict) # preset -> rough cost, for `sentcl experiments list`
+    eval_options:dict = field(default_factory=dict) # scale -> extra `evaluate` keyword arguments
+    cost:dict = field(default_factory=dict) # preset name -> rough cost as timed under it, for `sentcl experiments list`
 
     def arm(self, name:str) -> Arm:
         "The arm called `name`."
@@ -82,7 +82,7 @@ class Experiment:
 # %% ../../nbs/60_experiments_spec.ipynb #2e9b8487
 @patch
 def check(self:Experiment) -> Experiment:
-    "Raise unless arms, tables, rows, contrasts and presets refer to things that exist."
+    "Raise unless arms, tables, rows, contrasts and scales refer to things that exist."
     if self.paper not in PAPERS: raise SentclError(f"{self.name}: unknown paper {self.paper!r}")
     names = [a.name for a in self.arms]
     if len(set(names)) != len(names): raise SentclError(f"{self.name}: arm names repeat: {names}")
@@ -91,14 +91,16 @@ def check(self:Experiment) -> Experiment:
         if a.method is not None: get_method(a.method)
         if a.row is not None and a.row not in rows:
             raise SentclError(f"{self.name}: arm {a.name} names row {a.row!r}, which is in none of {self.tables}")
-        bad = set(a.presets) - set(ALL_PRESETS)
-        if bad: raise SentclError(f"{self.name}: arm {a.name} names unknown presets {sorted(bad)}")
+        bad = set(a.scales) - set(SCALES)
+        if bad:
+            raise SentclError(f"{self.name}: arm {a.name} names unknown scales {sorted(bad)}; "
+                              f"scales: {', '.join(SCALES)}")
     for c in self.contrasts: self.arm(c.better), self.arm(c.worse)
     for key in self.columns:
         if ":" in key and key.split(":")[0] not in self.tables:
             raise SentclError(f"{self.name}: columns key {key!r} names a table outside {self.tables}")
-    missing = set(ALL_PRESETS) - set(self.tasks)
-    if missing: raise SentclError(f"{self.name}: no tasks for preset(s) {sorted(missing)}")
+    missing = set(SCALES) - set(self.tasks)
+    if missing: raise SentclError(f"{self.name}: no tasks for scale(s) {sorted(missing)}")
     return self
 
 # %% ../../nbs/60_experiments_spec.ipynb #be41665e

@@ -51,7 +51,7 @@ TRAINING_PRESETS = {p.name: p for p in (
     TrainingPreset("cpu-smoke", {"model": "default", "batch_size": 32, **_SMALL}, DEFAULT_CORPUS,
                    {"max_steps": 40, "data_dir": SAMPLES_LABEL}, {"declutr": _declutr(2, 64, 8, 32), "sbert": {"batch_size": 16}}),
 )}
-ALL_PRESETS = tuple(TRAINING_PRESETS)  # every preset's name, defined here once: lists of presets import it
+ALL_PRESETS = tuple(TRAINING_PRESETS)  # every training preset's name, defined here once: lists of them import it
 
 # %% ../../nbs/45_train_presets.ipynb #6d496b28
 def training_preset(name:str) -> TrainingPreset:

@@ -8,8 +8,7 @@ from __future__ import annotations
 from .common import PAPER, SMALL
 from ...eval import STS_SUBSET_TASKS
 from ..spec import Arm, Contrast, Experiment
-from ..presets import CPU_TRANSFER_SETS
-from ...train.presets import ALL_PRESETS
+from ..presets import ALL_SCALES, CPU_TRANSFER_SETS
 
 # %% auto #0
 __all__ = ['DECLUTR_TASKS', 'DECLUTR_ARMS', 'SMALL_ENCODER', 'DECLUTR_SAMPLING', 'DECLUTR_OBJECTIVES', 'DECLUTR',
@@ -18,21 +17,21 @@ __all__ = ['DECLUTR_TASKS', 'DECLUTR_ARMS', 'SMALL_ENCODER', 'DECLUTR_SAMPLING',
 # %% ../../../nbs/68_catalog_declutr.ipynb #e6e1c919
 DECLUTR_TASKS = {"paper": "transfer,sst5,sicke,sts,probing", "cpu": "transfer,sts", "cpu-smoke": "stsb,topics"}
 DECLUTR_ARMS = (
-    Arm("pretrained-small", None, model="distilroberta-base", row="Transformer-small", presets=PAPER),
-    Arm("declutr-small", "declutr", {"model": "distilroberta-base"}, row="DeCLUTR-small (ours)", presets=PAPER),
+    Arm("pretrained-small", None, model="distilroberta-base", row="Transformer-small", scales=PAPER),
+    Arm("declutr-small", "declutr", {"model": "distilroberta-base"}, row="DeCLUTR-small (ours)", scales=PAPER),
     Arm("declutr-small-released", None, model="johngiorgi/declutr-small", row="DeCLUTR-small (ours)",
-        label="DeCLUTR-small (released checkpoint)", presets=PAPER),
+        label="DeCLUTR-small (released checkpoint)", scales=PAPER),
     Arm("pretrained", None, model="roberta-base", row="Transformer-base", label="pre-trained encoder (untrained)"),
     Arm("declutr", "declutr", {}, row="DeCLUTR-base (ours)"),
     Arm("declutr-released", None, model="johngiorgi/declutr-base", row="DeCLUTR-base (ours)",
-        label="DeCLUTR-base (released checkpoint)", presets=PAPER),
+        label="DeCLUTR-base (released checkpoint)", scales=PAPER),
 )
 _TRANSFER_COLUMNS = ("mr", "cr", "subj", "mpqa", "sst2", "trec", "mrpc")
 
 # %% ../../../nbs/68_catalog_declutr.ipynb #e0163621
-def _declutr(name, presets=PAPER, row=None, label=None, **over) -> Arm:
+def _declutr(name, scales=PAPER, row=None, label=None, **over) -> Arm:
     view = {k: over.pop(k) for k in ("num_anchors", "num_positives", "sampling") if k in over}
-    return Arm(name, "declutr", {**over, **({"view_kwargs": view} if view else {})}, row=row, presets=presets,
+    return Arm(name, "declutr", {**over, **({"view_kwargs": view} if view else {})}, row=row, scales=scales,
                label=label)
 
 # %% ../../../nbs/68_catalog_declutr.ipynb #522e8d35
@@ -43,27 +42,27 @@ _tau_name = lambda t: "" if t == 5e-2 else f"-t{t:g}"
 # %% ../../../nbs/68_catalog_declutr.ipynb #81043069
 SMALL_ENCODER = "distilroberta-base"  # DeCLUTR-small's encoder: 6 layers, about 82M parameters
 _PRETRAINED_SMALL = Arm("pretrained-small", None, model=SMALL_ENCODER, label="pre-trained DistilRoBERTa (untrained)",
-                        presets=PAPER)
+                        scales=PAPER)
 
 def _small(name, **over) -> Arm:
-    "An arm of DeCLUTR-small (DistilRoBERTa), paper preset only: the small presets train one model."
+    "An arm of DeCLUTR-small (DistilRoBERTa), paper scale only: the small scales train one model."
     return _declutr(f"small-{name}", PAPER, model=SMALL_ENCODER, **over)
 
 # %% ../../../nbs/68_catalog_declutr.ipynb #00eea661
-def _sampling_grid(arm, positives:tuple, presets=lambda t, a, p: PAPER) -> tuple:
+def _sampling_grid(arm, positives:tuple, scales=lambda t, a, p: PAPER) -> tuple:
     "Figure 2's grid for one model size: A x P x τ at the released sampling, then each strategy at A = P = 2."
-    return (*(arm(f"a{a}-p{p}{_tau_name(t)}", presets(t, a, p), num_anchors=a, num_positives=p, **_tau(t))
+    return (*(arm(f"a{a}-p{p}{_tau_name(t)}", scales(t, a, p), num_anchors=a, num_positives=p, **_tau(t))
               for t in _DECLUTR_TAUS for a in (1, 2) for p in positives),
-            *(arm(f"{s}{_tau_name(t)}", presets(t, 2, 2), num_anchors=2, num_positives=2, sampling=s, **_tau(t))
+            *(arm(f"{s}{_tau_name(t)}", scales(t, 2, 2), num_anchors=2, num_positives=2, sampling=s, **_tau(t))
               for t in _DECLUTR_TAUS for s in ("adjacent", "subsumed")))
 
 # %% ../../../nbs/68_catalog_declutr.ipynb #3da270ab
 DECLUTR_SAMPLING = (
     Arm("pretrained", None, model="roberta-base", label="pre-trained encoder (untrained)"),
-    *_sampling_grid(_declutr, (1, 2), lambda t, a, p: ALL_PRESETS if t == 5e-2 and (a, p) != (1, 1) else PAPER),
-    _declutr("a2-p4", SMALL, num_anchors=2, num_positives=4),  # the small presets' one model, at DeCLUTR-small's P = 4
+    *_sampling_grid(_declutr, (1, 2), lambda t, a, p: ALL_SCALES if t == 5e-2 and (a, p) != (1, 1) else PAPER),
+    _declutr("a2-p4", SMALL, num_anchors=2, num_positives=4),  # the small scales' one model, at DeCLUTR-small's P = 4
     _PRETRAINED_SMALL,
-    *_sampling_grid(lambda name, presets, **over: _small(name, **over), (1, 2, 4)),
+    *_sampling_grid(lambda name, scales, **over: _small(name, **over), (1, 2, 4)),
 )
 
 # %% ../../../nbs/68_catalog_declutr.ipynb #c0f2c078
@@ -71,7 +70,7 @@ _FRACTIONS = (0.1, 0.4, 1.0)
 _objective = lambda o, f: {**({"objective": o} if o != "both" else {}), **({"train_fraction": f} if f != 1.0 else {})}
 DECLUTR_OBJECTIVES = (
     Arm("pretrained", None, model="roberta-base", label="pre-trained encoder (untrained)"),
-    *(_declutr(f"{o}-{int(f * 100)}", ALL_PRESETS if f == 1.0 else PAPER, **_objective(o, f))
+    *(_declutr(f"{o}-{int(f * 100)}", ALL_SCALES if f == 1.0 else PAPER, **_objective(o, f))
       for o in ("contrastive", "mlm", "both") for f in _FRACTIONS),
     _PRETRAINED_SMALL,
     *(_small(f"{o}-{int(f * 100)}", **_objective(o, f)) for o in ("contrastive", "mlm", "both") for f in _FRACTIONS),
@@ -138,13 +137,13 @@ DECLUTR = (
                 Arm("bert-mean", None, model="bert-base-uncased", pooling="mean", row="BERT-base-mean",
                     label="mean pooling (untrained)"),
                 Arm("albert-cls", None, model="albert-base-v2", pooling="cls_before_pooler", row="ALBERT-base-V2-CLS",
-                    presets=PAPER),
+                    scales=PAPER),
                 Arm("albert-mean", None, model="albert-base-v2", pooling="mean", row="ALBERT-base-V2-mean",
-                    presets=PAPER),
+                    scales=PAPER),
                 Arm("roberta-cls", None, model="roberta-base", pooling="cls_before_pooler", row="RoBERTa-base-CLS",
-                    presets=PAPER),
+                    scales=PAPER),
                 Arm("roberta-mean", None, model="roberta-base", pooling="mean", row="RoBERTa-base-mean",
-                    presets=PAPER)),
+                    scales=PAPER)),
                {"paper": "transfer,sst5,sicke,probing", "cpu": "transfer", "cpu-smoke": "topics"},
                contrasts=tuple(Contrast(f"{m}-mean", f"{m}-cls", (c,),
                                         f"mean pooling beats [CLS] pooling ({name}, {what})")
@@ -161,9 +160,9 @@ def _before_after(label:str, model:str, key:str) -> tuple:
     "Table S5's two rows of one model: the pre-trained encoder and its released NLI checkpoint, both mean-pooled."
     base = key == "bert-base"
     before = Arm("pretrained" if base else key, None, model=model, pooling="mean", row=f"{label} (before fine-tuning)",
-                 label="pre-trained encoder (untrained)" if base else None, presets=ALL_PRESETS if base else PAPER)
+                 label="pre-trained encoder (untrained)" if base else None, scales=ALL_SCALES if base else PAPER)
     after = Arm(f"{key}-nli", None, model=f"sentence-transformers/{key}-nli-mean-tokens", pooling="mean",
-                row=f"{label} (after fine-tuning)", label=f"{key}-nli-mean-tokens (released)", presets=PAPER)
+                row=f"{label} (after fine-tuning)", label=f"{key}-nli-mean-tokens (released)", scales=PAPER)
     return before, after
 
 # %% ../../../nbs/68_catalog_declutr.ipynb #6819ae89
@@ -180,12 +179,12 @@ _XBM_TAUS = (5e-2, 1e-2, 5e-3, 1e-3)  # the paper's τ first
 HEADS_AND_MEMORY = (
     Arm("pretrained", None, model="roberta-base", label="pre-trained encoder (untrained)"),
     Arm("declutr", "declutr", {}, label="DeCLUTR: no projection head, no memory bank"),
-    *(_declutr(f"{act}-{k}", ALL_PRESETS if k == 128 else PAPER, label=f"{act} projection head, width {k}",
+    *(_declutr(f"{act}-{k}", ALL_SCALES if k == 128 else PAPER, label=f"{act} projection head, width {k}",
                projection=True, projection_dim=k, **({} if act == "relu" else {"projection_activation": act}))
       for act in ("relu", "linear") for k in _PROJECTION_WIDTHS),
     *(_declutr(f"declutr{_tau_name(t)}", PAPER, label=f"no memory bank, τ = {t:g}", temperature=t)
       for t in _XBM_TAUS[1:]),
-    *(_declutr(f"queue-{q}{_tau_name(t)}", ALL_PRESETS if t == 5e-2 and q in (128, 512) else PAPER,
+    *(_declutr(f"queue-{q}{_tau_name(t)}", ALL_SCALES if t == 5e-2 and q in (128, 512) else PAPER,
                label=f"queue of {q}, τ = {t:g}", memory_size=q, **_tau(t)) for t in _XBM_TAUS for q in _QUEUE_SIZES),
 )
 

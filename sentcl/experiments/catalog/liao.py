@@ -7,16 +7,16 @@ from __future__ import annotations
 
 from .common import PAPER, STS
 from ..spec import Arm, Contrast, Experiment
-from ...train.presets import ALL_PRESETS
+from ..presets import ALL_SCALES
 
 # %% auto #0
 __all__ = ['LIAO_MODELS', 'LIAO_SEEN', 'LIAO', 'LIAO_SWEEP_ARMS', 'LIAO_SWEEPS', 'LIAO_EXPERIMENTS']
 
 # %% ../../../nbs/66_catalog_liao.ipynb #f3216b5a
-def _scl(name:str, row:str, n_pos:int, lam:float, temperature:float=1.0, presets=PAPER, n_neg:int=-1,
+def _scl(name:str, row:str, n_pos:int, lam:float, temperature:float=1.0, scales=PAPER, n_neg:int=-1,
          label:str|None=None) -> Arm:
     over = {"n_pos": n_pos, **({"n_neg": n_neg} if n_neg != -1 else {}), "lam": lam, "temperature": temperature}
-    return Arm(name, "supcon", over, row=row, presets=presets, label=label)
+    return Arm(name, "supcon", over, row=row, scales=scales, label=label)
 
 # %% ../../../nbs/66_catalog_liao.ipynb #a8a0350c
 def _3p3n(lam:float, row:str) -> tuple:
@@ -28,14 +28,14 @@ def _3p3n(lam:float, row:str) -> tuple:
 LIAO_MODELS = (
     Arm("pretrained", None, model="google/bert_uncased_L-8_H-512_A-8", label="pre-trained encoder (untrained)"),
     Arm("ce", "supcon", {"lam": 0.0}, row="SBERT baseline", label="CE only (SBERT baseline)"),
-    Arm("augment-3p3n", "sbert-augment", {"n_pos": 3, "n_neg": 3}, row="3p3n-Augment", presets=PAPER),
+    Arm("augment-3p3n", "sbert-augment", {"n_pos": 3, "n_neg": 3}, row="3p3n-Augment", scales=PAPER),
     Arm("augment-allpalln", "sbert-augment", {"n_pos": -1, "n_neg": -1}, row="allpalln-Augment"),
     *_3p3n(0.5, "3p3n-lambda0.5-SCL"), _scl("scl-3palln-0.5", "3palln-lambda0.5-SCL", 3, 0.5),
     _scl("scl-allpalln-0.5", "allpalln-lambda0.5-SCL", -1, 0.5),
     *_3p3n(1.0, "3all3n-lambda1.0-SCL"), _scl("scl-3palln-1.0", "3palln-lambda1.0-SCL", 3, 1.0),
-    _scl("scl-allpalln-1.0", "allpalln-lambda1.0-SCL", -1, 1.0, presets=ALL_PRESETS),
+    _scl("scl-allpalln-1.0", "allpalln-lambda1.0-SCL", -1, 1.0, scales=ALL_SCALES),
     _scl("scl-allpalln-0.1", "allpalln-lambda0.1-SCL", -1, 0.1),
-    _scl("scl-allpalln-0.3", "allpalln-lambda0.3-SCL", -1, 0.3, presets=ALL_PRESETS),
+    _scl("scl-allpalln-0.3", "allpalln-lambda0.3-SCL", -1, 0.3, scales=ALL_SCALES),
 )
 
 # %% ../../../nbs/66_catalog_liao.ipynb #4b273876
@@ -71,9 +71,9 @@ LIAO = (
 _LAMS, _TAUS = (0.1, 0.3, 0.5, 0.7, 0.9), (0.1, 0.3, 0.5, 0.7, 0.9, 1.0)
 LIAO_SWEEP_ARMS = (
     *(Arm(f"lam-{l}", "supcon", {"n_pos": -1, "lam": l, "temperature": 1.0}, row=f"λ = {l}",
-          presets=ALL_PRESETS if l in (0.1, 0.5, 0.9) else PAPER) for l in _LAMS),
+          scales=ALL_SCALES if l in (0.1, 0.5, 0.9) else PAPER) for l in _LAMS),
     *(Arm(f"tau-{t}", "supcon", {"n_pos": -1, "lam": 0.5, "temperature": t}, row=f"τ = {t}",
-          presets=ALL_PRESETS if t in (0.1, 0.5, 1.0) else PAPER) for t in _TAUS),
+          scales=ALL_SCALES if t in (0.1, 0.5, 1.0) else PAPER) for t in _TAUS),
 )
 
 # %% ../../../nbs/66_catalog_liao.ipynb #df24707a

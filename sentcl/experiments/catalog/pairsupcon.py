@@ -9,8 +9,7 @@ import dataclasses
 
 from .common import CLUSTERING, FEWSHOT, PAPER, SMALL, STS, TRANSFER, tasks
 from ..spec import Arm, Contrast, Experiment
-from ..presets import CPU_CLUSTERING_SETS
-from ...train.presets import ALL_PRESETS
+from ..presets import ALL_SCALES, CPU_CLUSTERING_SETS
 
 # %% auto #0
 __all__ = ['PAIRSUPCON_MODELS', 'PAIRSUPCON', 'STUDY_LR', 'ABLATION_TASKS', 'PAIRSUPCON_ABLATIONS', 'TSNE_SET',
@@ -19,18 +18,18 @@ __all__ = ['PAIRSUPCON_MODELS', 'PAIRSUPCON', 'STUDY_LR', 'ABLATION_TASKS', 'PAI
 # %% ../../../nbs/65_catalog_pairsupcon.ipynb #2b5e539a
 def _pairsupcon_models(row_suffix:str, bert:str, sbert:str|None, simcse:str|None, released:str|None,
                        trained:bool=True) -> tuple:
-    "The arms of one model size of PairSupCon's main tables (paper preset only, except base's)."
+    "The arms of one model size of PairSupCon's main tables (paper scale only, except base's)."
     base = row_suffix == "base"
     name = lambda s: s if base else f"{s}-{row_suffix.split('-')[0]}"
     arms = [Arm(name("pretrained"), None, model=bert, row=f"BERT {row_suffix}", label=f"BERT {row_suffix} (untrained)",
-                presets=ALL_PRESETS if base else PAPER)]
-    if sbert: arms.append(Arm(name("sbert-released"), None, model=sbert, row=f"SBERT {row_suffix}", presets=PAPER))
+                scales=ALL_SCALES if base else PAPER)]
+    if sbert: arms.append(Arm(name("sbert-released"), None, model=sbert, row=f"SBERT {row_suffix}", scales=PAPER))
     if simcse: arms.append(Arm(name("simcse-released"), None, model=simcse, pooling="cls", row=f"SimCSE {row_suffix}",
-                               presets=PAPER))
+                               scales=PAPER))
     if trained: arms.append(Arm(name("pairsupcon"), "pairsupcon", {"model": bert}, row=f"PairSupCon {row_suffix}",
-                                presets=ALL_PRESETS if base else PAPER))
+                                scales=ALL_SCALES if base else PAPER))
     if released: arms.append(Arm(name("pairsupcon-released"), None, model=released, row=f"PairSupCon {row_suffix}",
-                                 label=f"PairSupCon {row_suffix} (released checkpoint)", presets=PAPER))
+                                 label=f"PairSupCon {row_suffix} (released checkpoint)", scales=PAPER))
     return tuple(arms)
 
 # %% ../../../nbs/65_catalog_pairsupcon.ipynb #a15ae169
@@ -41,7 +40,7 @@ PAIRSUPCON_MODELS = (
                         "princeton-nlp/sup-simcse-bert-base-uncased", "aws-ai/pairsupcon-bert-base-uncased"),
     *_pairsupcon_models("large", "bert-large-uncased", "sentence-transformers/bert-large-nli-mean-tokens",
                         "princeton-nlp/sup-simcse-bert-large-uncased", "aws-ai/pairsupcon-bert-large-uncased"),
-    Arm("sbert", "sbert", row="SBERT base", label="SBERT softmax classifier (trained here)", presets=SMALL),
+    Arm("sbert", "sbert", row="SBERT base", label="SBERT softmax classifier (trained here)", scales=SMALL),
 )
 
 # %% ../../../nbs/65_catalog_pairsupcon.ipynb #3173193b
@@ -96,12 +95,12 @@ _AB = {"sts": "sts", "clustering_acc": "clustering_acc"}
 # %% ../../../nbs/65_catalog_pairsupcon.ipynb #fdfbf511
 def _at_lr(arm:Arm, lr:float) -> Arm:
     "`arm` trained at learning rate `lr` (the CPU study's, not the paper's): named for the rate, same paper row."
-    return Arm(f"{arm.name}-lr{lr:g}", arm.method, {**arm.overrides, "lr": lr}, row=arm.row, presets=("cpu",),
+    return Arm(f"{arm.name}-lr{lr:g}", arm.method, {**arm.overrides, "lr": lr}, row=arm.row, scales=("cpu",),
                label=f"{arm.display}, lr {lr:g} (not the paper's)")
 
 def _at_study_lr(exp:Experiment, sweep:str|None=None) -> Experiment:
     "`exp` plus its `cpu` trained arms and their claims at `STUDY_LR`, and arm `sweep` at the sweep's other rates."
-    copies = {a.name: _at_lr(a, STUDY_LR) for a in exp.arms if a.method and "cpu" in a.presets}
+    copies = {a.name: _at_lr(a, STUDY_LR) for a in exp.arms if a.method and "cpu" in a.scales}
     claims = tuple(dataclasses.replace(k, better=copies[k.better].name, worse=copies[k.worse].name,
                                        claim=f"{k.claim} (at lr {STUDY_LR:g}, the CPU study's)")
                    for k in exp.contrasts if k.better in copies and k.worse in copies)
@@ -116,11 +115,11 @@ PAIRSUPCON_ABLATIONS = (
                (Arm("pretrained", None, model="bert-base-uncased", label="pre-trained encoder (untrained)"),
                 Arm("classification", "pairsupcon-classification", row="Classification"),
                 Arm("instdisc", "pairsupcon-instdisc", {"hard_negatives": True}, row="InstanceDisc"),
-                Arm("beta-0.5", "pairsupcon", {"beta": 0.5}, row="β = 0.5", presets=PAPER),
+                Arm("beta-0.5", "pairsupcon", {"beta": 0.5}, row="β = 0.5", scales=PAPER),
                 Arm("pairsupcon", "pairsupcon", {"beta": 1.0}, row="β = 1"),
-                Arm("beta-2", "pairsupcon", {"beta": 2.0}, row="β = 2", presets=PAPER),
-                Arm("beta-4", "pairsupcon", {"beta": 4.0}, row="β = 4", presets=PAPER),
-                Arm("beta-8", "pairsupcon", {"beta": 8.0}, label="β = 8 (the second 'β = 4' row?)", presets=PAPER)),
+                Arm("beta-2", "pairsupcon", {"beta": 2.0}, row="β = 2", scales=PAPER),
+                Arm("beta-4", "pairsupcon", {"beta": 4.0}, row="β = 4", scales=PAPER),
+                Arm("beta-8", "pairsupcon", {"beta": 8.0}, label="β = 8 (the second 'β = 4' row?)", scales=PAPER)),
                ABLATION_TASKS, columns=_AB, protocol="pairsupcon",
                contrasts=(Contrast("pairsupcon", "classification", ("sts", "clustering_acc"),
                                    "the full objective beats the classification loss alone"),
@@ -187,9 +186,9 @@ def _dev_pair(size:str, label:str, model:str) -> tuple:
     sfx = "" if size == "base" else f"-{size}"
     over = {"model": model}
     return (Arm(f"pairsupcon{sfx}", "pairsupcon", over, row=f"{label} w/o STS-B",
-                presets=ALL_PRESETS if size == "base" else PAPER),
+                scales=ALL_SCALES if size == "base" else PAPER),
             Arm(f"pairsupcon-dev{sfx}", "pairsupcon", {**over, "select_on_dev": True, "eval_every": _DEV_EVERY["paper"]},
-                row=f"{label} w/ STS-B", presets=PAPER))
+                row=f"{label} w/ STS-B", scales=PAPER))
 
 # %% ../../../nbs/65_catalog_pairsupcon.ipynb #30d85402
 PAIRSUPCON_DEV_ARMS = (
@@ -197,7 +196,7 @@ PAIRSUPCON_DEV_ARMS = (
     *_dev_pair("large", "BertLarge", "bert-large-uncased"),
     *(Arm(f"pairsupcon-dev-every{_DEV_EVERY[p]}", "pairsupcon", {"select_on_dev": True, "eval_every": _DEV_EVERY[p]},
           row="BertBase w/ STS-B", label=f"selected on STS-B dev, evaluated every {_DEV_EVERY[p]} step(s)",
-          presets=(p,))
+          scales=(p,))
       for p in SMALL),
 )
 

@@ -39,7 +39,7 @@ def get_experiment(name:str) -> Experiment:
 
 # %% ../../../nbs/69_catalog_registry.ipynb #0002adf4
 def paper_tasks() -> list[str]:
-    "Every evaluation task the `paper` preset's experiments name, groups resolved."
+    "Every evaluation task the experiments name at the `paper` scale, groups resolved."
     return resolve_tasks(",".join(dict.fromkeys(e.tasks["paper"] for e in EXPERIMENTS.values())))
 
 # %% ../../../nbs/69_catalog_registry.ipynb #73bc1b47

@@ -8,15 +8,15 @@ from __future__ import annotations
 from .common import PAPER, STS
 from ..spec import Arm, Contrast, Experiment
 from ...negation import SNCSE_ANCHOR_TEMPLATE
-from ...train.presets import ALL_PRESETS
+from ..presets import ALL_SCALES
 
 # %% auto #0
 __all__ = ['SNCSE_TABLE2_ARMS', 'SNCSE', 'SNCSE_GRID', 'SNCSE_FIGURES', 'SNCSE_EXPERIMENTS']
 
 # %% ../../../nbs/67_catalog_sncse.ipynb #5452d1c0
-def _sncse(name, row, model=None, role="soft", presets=ALL_PRESETS, label=None, **over) -> Arm:
+def _sncse(name, row, model=None, role="soft", scales=ALL_SCALES, label=None, **over) -> Arm:
     o = {"negation_role": role, **({"model": model} if model else {}), **over}
-    return Arm(name, "sncse", o, row=row, presets=presets, label=label)
+    return Arm(name, "sncse", o, row=row, scales=scales, label=label)
 
 # %% ../../../nbs/67_catalog_sncse.ipynb #c0b71508
 def _prompted(model:str="bert-base-uncased") -> Arm:
@@ -26,11 +26,11 @@ def _prompted(model:str="bert-base-uncased") -> Arm:
 
 # %% ../../../nbs/67_catalog_sncse.ipynb #994397c0
 def _sncse_size(label:str, model:str) -> tuple:
-    "The trained arms of one encoder in SNCSE's Table 2 (paper preset): SimCSE, SNCSE, SNCSE with λ = 0."
+    "The trained arms of one encoder in SNCSE's Table 2 (paper scale): SimCSE, SNCSE, SNCSE with λ = 0."
     key = model.replace("-uncased", "")
-    return (Arm(f"simcse-{key}", "simcse-unsup", {"model": model}, row=f"SimCSE-{label}", presets=PAPER),
-            _sncse(f"sncse-{key}", f"SNCSE-{label}", model, presets=PAPER),
-            _sncse(f"sncse-lam0-{key}", f"SNCSE-{label} w.o. BML Loss", model, presets=PAPER, lam=0.0))
+    return (Arm(f"simcse-{key}", "simcse-unsup", {"model": model}, row=f"SimCSE-{label}", scales=PAPER),
+            _sncse(f"sncse-{key}", f"SNCSE-{label}", model, scales=PAPER),
+            _sncse(f"sncse-lam0-{key}", f"SNCSE-{label} w.o. BML Loss", model, scales=PAPER, lam=0.0))
 
 # %% ../../../nbs/67_catalog_sncse.ipynb #4fbf3649
 _SNCSE_SIZES = (("BERT large", "bert-large-uncased"), ("RoBERTa base", "roberta-base"),
@@ -75,10 +75,10 @@ SNCSE = (
 # %% ../../../nbs/67_catalog_sncse.ipynb #247b6f69
 _BML_DOSES = (1e-2, 1e-1)  # the CPU study's SNCSE weights beside 0 and the paper's 1e-3 (not the paper's setting)
 _ALPHAS, _BETAS, _SNCSE_LAMS = (0.1, 0.2), (0.2, 0.3, 0.4, 2.0), (5e-4, 1e-3, 5e-3)
-_SMALL_GRID = ((0.1, 0.2), (0.1, 0.3), (0.1, 2.0), (0.2, 0.3))  # (α, β) the small presets train, at λ = 1e-3
+_SMALL_GRID = ((0.1, 0.2), (0.1, 0.3), (0.1, 2.0), (0.2, 0.3))  # (α, β) the small scales train, at λ = 1e-3
 SNCSE_GRID = tuple(
     _sncse(f"a{a}-b{b}-l{l:g}", None, alpha=a, beta=b, lam=l,
-           presets=ALL_PRESETS if l == 1e-3 and (a, b) in _SMALL_GRID else PAPER)
+           scales=ALL_SCALES if l == 1e-3 and (a, b) in _SMALL_GRID else PAPER)
     for a in _ALPHAS for b in _BETAS for l in _SNCSE_LAMS)
 
 # %% ../../../nbs/67_catalog_sncse.ipynb #bce29bd6
@@ -105,7 +105,7 @@ SNCSE_FIGURES = (
                (_prompted(), Arm("simcse", "simcse-unsup", row="SimCSE"),
                 _sncse("sncse-lam0", "SNCSE without BML loss", lam=0.0,
                        label="SNCSE, λ = 0 (negations encoded, BML weight zero)"), _sncse("sncse", "SNCSE"),
-                *(_sncse(f"sncse-bml{lam:g}", None, presets=("cpu",), lam=lam,  # the CPU study's dose-response
+                *(_sncse(f"sncse-bml{lam:g}", None, scales=("cpu",), lam=lam,  # the CPU study's dose-response
                          label=f"SNCSE, λ = {lam:g} (not the paper's setting)") for lam in _BML_DOSES)),
                STS, protocol="sncse",
                contrasts=(Contrast("sncse", "sncse-lam0", ("soft_negative_peak",),
