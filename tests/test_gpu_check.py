@@ -54,7 +54,7 @@ def test_a_window_is_synchronised_only_at_its_ends(monkeypatch):
 
 def test_a_row_gives_the_cost_plan_its_shape():
     from sentcl.experiments.costs import step_shape
-    from sentcl.experiments.runner import gpu_check_run
+    from sentcl.experiments.listing import gpu_check_run
     old = json.loads((ROOT/"results"/"gpu"/"gpu_check.json").read_text())["rows"][0]  # PairSupCon fp32, before issue 35
     row = gpu_check.with_estimates({**old, "variant": "one forward", "config": {"one_forward": True},
                                     "options": {"compile": False, "loader_workers": 4}}, "NVIDIA H100 80GB HBM3")

@@ -331,8 +331,9 @@ def measure(exp:str, arm:str, precision:str, variant:str, args, profile:int=0) -
 
 def with_estimates(row:dict, gpu:str) -> dict:
     "The row with `sentcl.experiments.costs`' estimates for its shape: memory (GB) and the share of the GPU's peak the step reached."
-    from sentcl.experiments.costs import gpu_peaks, step_flops, step_memory
-    from sentcl.experiments.runner import gpu_check_run
+    from sentcl.experiments.costs import gpu_peaks
+    from sentcl.experiments.step_model import step_flops, step_memory
+    from sentcl.experiments.listing import gpu_check_run
     if "error" in row or "skipped" in row: return row
     try: run, peaks = gpu_check_run(row), gpu_peaks(gpu)
     except Exception as e:  # e.g. pandas missing on the GPU machine: the costs page computes them from the row anyway

@@ -28,7 +28,7 @@ def study_summary() -> str:
     sys.path.insert(0, str(ROOT))
     from sentcl.experiments.catalog.registry import load_plan
     from sentcl.experiments.report_results import collect_results, study_summary as summary
-    from sentcl.experiments.runner import select_experiments
+    from sentcl.experiments.listing import select_experiments
     return summary(collect_results(ROOT / "results" / "cpu"), load_plan(ROOT / "results" / "cpu" / "PLAN.json"),
                    collect_results(ROOT / "results" / "rerun"), order=select_experiments(preset="cpu"))
 

@@ -112,7 +112,7 @@ def compare_batches(args) -> int:
 
 # %% ../../nbs/89b_cli_experiments.ipynb #bfa0c37b
 def print_dry_run(plan) -> None:
-    "Every run of a batch's plan (`sentcl.experiments.runner.dry_run`) and, when it was estimated, what its training costs."
+    "Every run of a batch's plan (`sentcl.experiments.listing.dry_run`) and, when it was estimated, what its training costs."
     from sentcl.experiments.costs import Calibration, cost_summary
     with wide_tables(): print(plan.to_string(index=False))
     print(f"\n{len(plan)} run(s) in {plan['experiment'].nunique()} experiment(s); nothing was executed")
@@ -134,7 +134,7 @@ def batch_outcome(table, # one row per experiment, with its `status`
 # %% ../../nbs/89b_cli_experiments.ipynb #65be3042
 def run_experiment_batch(args) -> int:
     "`sentcl experiments run`: the batch, or with --dry-run its plan; the exit status is the number of failures."
-    from sentcl.experiments import runner
+    from sentcl.experiments import listing, runner
     from sentcl.experiments.costs import parse_gpu
     from sentcl.experiments.presets import resolve_preset
     from sentcl.launch.batch import job_state
@@ -148,7 +148,7 @@ def run_experiment_batch(args) -> int:
     if args.dry_run and args.launcher != "local": return run_job_plan(args, params)
     if args.dry_run:
         gpu = None if args.gpu is None else parse_gpu(args.gpu)
-        print_dry_run(runner.dry_run(args.names, args.preset, args.data_dir, args.out, args.paper, params, gpu))
+        print_dry_run(listing.dry_run(args.names, args.preset, args.data_dir, args.out, args.paper, params, gpu))
         return 0
     table = runner.run_batch(args.names, args.preset, args.out, args.data_dir, args.paper, params, args.jobs,
                              args.force, args.notebooks, wait_for_batch=args.wait,
@@ -160,8 +160,8 @@ def run_experiment_batch(args) -> int:
 def run_experiments(args) -> int:
     "`sentcl experiments`: list, run (the number of failures is the exit status), status, report or compare."
     if args.action == "list":
-        from sentcl.experiments import runner
-        with wide_tables(): print(runner.list_experiments(args.names, args.paper).to_string(index=False))
+        from sentcl.experiments import listing
+        with wide_tables(): print(listing.list_experiments(args.names, args.paper).to_string(index=False))
         return 0
     if args.action == "report":
         from sentcl.experiments.report import write_report

@@ -13,120 +13,12 @@ from pathlib import Path
 
 import sentcl
 from ..core import SentclError
+from .step_model import CORPUS_ROWS, cached_mini_batch, example_rows, step_encoder, step_flops, step_memory
 
 # %% auto #0
-__all__ = ['ARCHITECTURES', 'CORPUS_ROWS', 'LONGEST', 'PROMPT', 'SPECIAL', 'GPU_PEAKS', 'REFERENCE_GPU', 'STEP_CODE',
-           'STEP_CODES', 'ENTAILED_SHARE', 'HEADROOM', 'GRADIENT_CACHE_TEST', 'Architecture', 'longest_in_batch',
-           'example_rows', 'beta_cdf', 'longest_beta', 'padded_length', 'sequence_lengths', 'GPU', 'gpu_peaks',
-           'parse_gpu', 'training_flops', 'activation_bytes', 'peak_memory', 'step_shape', 'Measured', 'Share',
-           'Calibration', 'check_rows', 'step_flops', 'step_memory', 'augment_rows', 'head_flops', 'calibrate',
-           'load_gpu_check', 'pace', 'run_steps', 'fit_mini_batch', 'run_cost', 'cost_columns', 'plan_cost',
-           'cost_summary']
-
-# %% ../../nbs/62_experiments_costs.ipynb #5b70777f
-@dataclass(frozen=True)
-class Architecture:
-    "A transformer encoder's shape: what its cost and memory depend on."
-    layers:int
-    hidden:int
-    heads:int
-    intermediate:int
-    vocab:int
-    positions:int # position embeddings (RoBERTa: 514, two reserved)
-
-    @property
-    def non_embedding(self) -> int:
-        "Parameters outside the embeddings: attention (4·h² + 4·h) and feed-forward (2·h·i + i + h) per layer."
-        h, i = self.hidden, self.intermediate
-        return self.layers * (4 * h * h + 4 * h + 2 * h * i + i + h + 4 * h)  # the last 4·h: two LayerNorms
-
-    @property
-    def parameters(self) -> int:
-        "All parameters: embeddings (words, positions, one token type) and the layers."
-        return (self.vocab + self.positions + 1) * self.hidden + self.non_embedding
-
-# %% ../../nbs/62_experiments_costs.ipynb #66735a3b
-_BERT_BASE, _BERT_LARGE = Architecture(12, 768, 12, 3072, 30522, 512), Architecture(24, 1024, 16, 4096, 30522, 512)
-ARCHITECTURES = {
-    "bert-base-uncased": _BERT_BASE, "bert-large-uncased": _BERT_LARGE,
-    "roberta-base": Architecture(12, 768, 12, 3072, 50265, 514),
-    "roberta-large": Architecture(24, 1024, 16, 4096, 50265, 514),
-    "distilbert-base-uncased": Architecture(6, 768, 12, 3072, 30522, 512),
-    "distilroberta-base": Architecture(6, 768, 12, 3072, 50265, 514),
-    "google/bert_uncased_L-8_H-512_A-8": Architecture(8, 512, 8, 2048, 30522, 512),
-    "albert-base-v2": Architecture(12, 768, 12, 3072, 30000, 512),  # one layer's weights shared by all twelve
-}
-
-# %% ../../nbs/62_experiments_costs.ipynb #7e0bc80d
-CORPUS_ROWS = {  # rows of the hub file each paper trains on
-    "simcse": 275_601, # princeton-nlp/datasets-for-simcse nli_for_simcse.csv: SNLI+MNLI triplets
-    "wiki1m": 1_000_000, # princeton-nlp/datasets-for-simcse wiki1m_for_simcse.txt: one sentence a line
-    "snli": 549_367, # SNLI train, labelled pairs
-    "multi_nli": 392_702, # MultiNLI train
-    "openwebtext": 495_243, # DeCLUTR's OpenWebText documents of more than 2,048 tokens (its paper)
-}
-
-# %% ../../nbs/62_experiments_costs.ipynb #c2d06066
-LONGEST = {  # kind -> {batch: expected longest row, in tokens}
-    "premise": {8: 29, 16: 33, 32: 37, 64: 42, 128: 45, 256: 50, 512: 54, 1024: 57, 2048: 59, 4096: 61},
-    "hypothesis": {8: 16, 16: 18, 32: 20, 64: 22, 128: 25, 256: 28, 512: 30, 1024: 33, 2048: 37, 4096: 41},
-    "sentence": {8: 49, 16: 57, 32: 68, 64: 76, 128: 85, 256: 94, 512: 103, 1024: 110, 2048: 119, 4096: 126},
-}
-PROMPT, SPECIAL = 12, 2  # tokens SNCSE's prompt adds; [CLS] and [SEP] (<s> and </s>) around a DeCLUTR span
-
-def longest_in_batch(kind:str, # a key of LONGEST
-                     batch:float, # rows in the group
-                    ) -> float:
-    "The expected longest `kind` row of a group of `batch`, interpolated in log2 of the batch (clamped to the table)."
-    table = LONGEST[kind]
-    n = min(max(batch, min(table)), max(table))
-    lo, hi = max(s for s in table if s <= n), min(s for s in table if s >= n)
-    t = 0 if lo == hi else math.log2(n / lo) / math.log2(hi / lo)
-    return table[lo] + t * (table[hi] - table[lo])
-
-# %% ../../nbs/62_experiments_costs.ipynb #11acfaec
-def example_rows(view:str, corpus:str) -> float:
-    "Training examples each corpus row makes in `view` (SimCSE's triplets give PairSupCon two pairs)."
-    return 2.0 if view in ("pairs", "nli3", "premise_groups") and corpus == "simcse" else 1.0
-
-# %% ../../nbs/62_experiments_costs.ipynb #32d971f6
-def beta_cdf(x:float, a:int, b:int) -> float:
-    "The Beta(a, b) CDF for whole a and b: P(Binomial(a + b − 1, x) ≥ a)."
-    n = a + b - 1
-    return sum(math.comb(n, j) * x**j * (1 - x)**(n - j) for j in range(a, n + 1))
-
-def longest_beta(a:int, b:int, draws:int, points:int=2000) -> float:
-    "The expected largest of `draws` Beta(a, b) draws, ∫₀¹ 1 − F(x)^draws dx by the midpoint rule."
-    return sum(1 - beta_cdf((k + 0.5) / points, a, b) ** draws for k in range(points)) / points
-
-# %% ../../nbs/62_experiments_costs.ipynb #530ac988
-def padded_length(longest:float, max_length:int) -> float:
-    "The length a group of expected longest row `longest` is padded to: the step's buckets, at most `max_length`."
-    longest = min(longest, max_length)
-    step = 8 if longest <= 64 else 32 if longest <= 256 else 64
-    return max(longest, min(math.ceil(longest / step) * step, max_length))
-
-# %% ../../nbs/62_experiments_costs.ipynb #118de4dd
-def _spans(config, n:int) -> list[float]:
-    "DeCLUTR's anchors and positives of one document in a batch of `n`, each at its group's expected longest."
-    k = {"num_anchors": 2, "num_positives": 2, "min_span": 32, "max_span": 512, **config.view_kwargs}  # SpansView's
-    lo, hi, a, p = k["min_span"], k["max_span"], k["num_anchors"], k["num_positives"]
-    pad = lambda s: padded_length(s + SPECIAL, config.max_length)
-    anchor, positive = pad(lo + (hi - lo) * longest_beta(4, 2, n * a)), pad(lo + (hi - lo) * longest_beta(2, 4, n * a * p))
-    return [anchor] * a + ([] if getattr(config, "objective", None) == "mlm" else [positive] * (a * p))
-
-# %% ../../nbs/62_experiments_costs.ipynb #b9efc33d
-def sequence_lengths(view:str, config) -> list[float]:
-    "The padded token length of each sequence one example of `view` encodes under `config`, at its batch size."
-    n, m = config.batch_size, config.max_length
-    pad = lambda kind, extra=0: padded_length(longest_in_batch(kind, n) + extra, m)
-    if view in ("pairs", "nli3", "premise_groups"): lengths = [pad("premise"), pad("hypothesis")]
-    elif view == "triplets": lengths = [pad("premise"), pad("hypothesis"), pad("hypothesis")]
-    elif view == "dropout": lengths = [pad("sentence")] * 2
-    elif view == "negation": lengths = [pad("sentence", PROMPT)] * 3
-    elif view == "spans": return _spans(config, n)
-    else: raise SentclError(f"costs: no sequence model for view {view!r}; add it to sentcl.experiments.costs.sequence_lengths")
-    return [max(lengths)] * len(lengths) if getattr(config, "one_forward", False) else lengths  # one group: one length
+__all__ = ['GPU_PEAKS', 'REFERENCE_GPU', 'STEP_CODE', 'STEP_CODES', 'HEADROOM', 'GRADIENT_CACHE_TEST', 'GPU', 'gpu_peaks',
+           'parse_gpu', 'step_shape', 'Measured', 'Share', 'Calibration', 'check_rows', 'calibrate', 'load_gpu_check',
+           'pace', 'run_steps', 'fit_mini_batch', 'run_cost', 'cost_columns', 'plan_cost', 'cost_summary']
 
 # %% ../../nbs/62_experiments_costs.ipynb #2c505431
 @dataclass(frozen=True)
@@ -167,33 +59,13 @@ def parse_gpu(text:str) -> GPU:
     if memory <= 0: raise SentclError(f"--gpu {text!r}: the memory must be more than 0, e.g. 24GB")
     return GPU(name, known[1], memory)
 
-# %% ../../nbs/62_experiments_costs.ipynb #211717d9
-def training_flops(arch:Architecture, seq:float, cached:bool) -> float:
-    "FLOPs to train on one sequence of `seq` tokens: three bidirectional forward passes (four under gradient caching)."
-    forward = seq * (2 * arch.non_embedding + 4 * arch.layers * seq * arch.hidden)  # QKᵀ and its mix with V: 2·s²·h each
-    return forward * (4 if cached else 3)
-
-# %% ../../nbs/62_experiments_costs.ipynb #4641a432
-def activation_bytes(arch:Architecture, seq:float, precision:str) -> float:
-    "Activations autograd keeps for one sequence through every layer (Korthikanti et al. 2022; fp32 doubles them)."
-    per_layer = seq * arch.hidden * (34 + 5 * arch.heads * seq / arch.hidden)
-    return arch.layers * per_layer * (2 if precision == "fp32" else 1)
-
-# %% ../../nbs/62_experiments_costs.ipynb #d0e6b8d2
-def peak_memory(arch:Architecture, lengths:list, batch:int, precision:str, mini_batch:int|None) -> float:
-    "Bytes at the training step's peak: fp32 weights, gradients and Adam moments, and the live activations."
-    states = 16 * arch.parameters
-    per_example = sum(activation_bytes(arch, s, precision) for s in lengths)
-    if not mini_batch or mini_batch >= batch: return states + batch * per_example
-    chunk = mini_batch * max(activation_bytes(arch, s, precision) for s in lengths)  # one group's rows at a time
-    return states + chunk + batch * len(lengths) * arch.hidden * 4 * 2  # and the cache and its gradient
-
 # %% ../../nbs/62_experiments_costs.ipynb #a30c3554
 STEP_CODE = 2  # the training step a GPU check times; bump it when the step's work changes (a check records it)
 STEP_CODES = {1: "batches tokenized inside the step, a sync every step, a forward pass per view (to commit 25e76d9)",
               2: "batches built in DataLoader workers, one forward, loss terms read every log_every steps without "
                  "waiting, no sync in any arm (issues 35 and 45)"}
 
+# %% ../../nbs/62_experiments_costs.ipynb #366a1de4
 def step_shape(run) -> tuple:
     ("What decides a training step's time and memory: method, model, batch, lengths, precision, passes, caching, "
      "compile (and its mode), Liao's n_pos/n_neg, DeCLUTR's memory_size, a fixed padded length")
@@ -239,6 +111,7 @@ class Share:
         older = f", older step code {self.step_code}" if self.step_code != STEP_CODE else ""
         return f"{self.value:.1%} of peak, reached by {self.step} on {self.gpu} (commit {self.commit}{older})"
 
+# %% ../../nbs/62_experiments_costs.ipynb #ec7f57c3
 @dataclass(frozen=True)
 class Calibration:
     "What GPU checks measured: paces by step shape (today's step code, and older), the memory ratio, shares of peak."
@@ -272,60 +145,6 @@ def check_rows(check:dict) -> list[tuple[dict, bool]]:
     return [(r, "baseline_memory_gb" in r or i == 0) for i, r in enumerate(check.get("rows", []))
             if "error" not in r and r.get("finished") and r.get("batch") == r.get("paper_batch")
             and not r.get("cudnn_attention")]
-
-# %% ../../nbs/62_experiments_costs.ipynb #697952a2
-def _shape(run) -> tuple[Architecture, list]|None:
-    "The run's encoder and the padded lengths of one example's sequences; None outside the paper's models and corpora."
-    from sentcl.methods import get_method
-    from sentcl.views import VIEWS
-    arch = ARCHITECTURES.get(run.config.model)
-    if arch is None: return None
-    lengths = sequence_lengths(VIEWS[get_method(run.method).view].name, run.config)
-    fixed = getattr(run.options, "pad_to_max_length", False)  # every group padded to max_length
-    return arch, [float(run.config.max_length)] * len(lengths) if fixed else lengths
-
-def _cached(run, mini_batch:int|None) -> int|None:
-    "The gradient-caching mini-batch a step runs with: `mini_batch`, else the run's own (None: the whole batch)."
-    m = mini_batch or run.options.mini_batch_size
-    return m if m and m < run.config.batch_size else None
-
-# %% ../../nbs/62_experiments_costs.ipynb #c59a7017
-def step_flops(run, mini_batch:int|None=None) -> float:
-    "FLOPs of one training step of `run`: the encoder's (gradient-cached in `mini_batch`es, else as its options say) and its heads'."
-    arch, lengths = _shape(run)
-    cached = _cached(run, mini_batch) is not None
-    return run.config.batch_size * sum(training_flops(arch, s, cached) for s in lengths) + head_flops(run, arch, lengths)
-
-def step_memory(run, mini_batch:int|None=None, ratio:float=1.0) -> float:
-    "Peak bytes of one training step of `run`, times a calibration `ratio`."
-    arch, lengths = _shape(run)
-    return ratio * peak_memory(arch, lengths, run.config.batch_size, run.options.precision, _cached(run, mini_batch))
-
-# %% ../../nbs/62_experiments_costs.ipynb #bcae729f
-ENTAILED_SHARE = 183_416 / 549_367  # SNLI train's entailment pairs among its labelled ones (the dataset card's counts)
-
-def _trained_product(rows:float, cols:float, width:float, constant:bool=False) -> float:
-    "FLOPs of a matrix product (rows × width)·(width × cols) trained: forward and backward, one side constant or not."
-    return (2 if constant else 3) * 2 * rows * cols * width
-
-def augment_rows(batch:int, n_pos:int, n_neg:int) -> float:
-    "Pairs Liao's Augment step classifies: each entailment anchor with its positives and negatives (expected)."
-    per_anchor = (n_pos if n_pos > 0 else 1) + (n_neg if n_neg > 0 else batch - 1)
-    return batch * ENTAILED_SHARE * min(per_anchor, batch)
-
-def head_flops(run, arch:Architecture, lengths:list) -> float:
-    "FLOPs of the heads and losses that n_pos, n_neg and memory_size act on (Liao's SCL and Augment, DeCLUTR); 0 else."
-    c, n, h = run.config, run.config.batch_size, arch.hidden
-    classifier = lambda rows: _trained_product(rows, getattr(c, "classifier_hidden", h), 3 * h) + _trained_product(rows, 3, getattr(c, "classifier_hidden", h))
-    if run.method == "supcon": return classifier(n) + _trained_product(n, n, h)
-    if run.method == "sbert-augment": return classifier(augment_rows(n, c.n_pos, c.n_neg))
-    if run.method != "declutr": return 0.0
-    k = {"num_anchors": 2, "num_positives": 2, **c.view_kwargs}
-    spans, rows, width = n * k["num_anchors"] * (1 + k["num_positives"]), 2 * n * k["num_anchors"], c.projection_dim if c.projection else h
-    mlm = _trained_product(c.mlm_probability * lengths[0] * n * k["num_anchors"], h + arch.vocab, h) if c.objective != "contrastive" else 0.0
-    if c.objective == "mlm": return mlm
-    projection = _trained_product(spans, width, h) + _trained_product(spans, width, width) if c.projection else 0.0
-    return mlm + projection + _trained_product(rows, rows, width) + _trained_product(rows, c.memory_size, width, constant=True)
 
 # %% ../../nbs/62_experiments_costs.ipynb #5e490ee7
 def calibrate(check:dict|None, # a gpu_check.json record; None: nothing measured
@@ -361,7 +180,7 @@ def pace(run, calibration:Calibration, gpu:GPU|None=None, mini_batch:int|None=No
     ("A step's seconds, their basis and label: measured (this shape, today's step code, on `gpu`'s kind if given), "
      "else an estimate at a measured share of peak, else the bound; `bound`: FLOPs at the whole peak (None if measured)")
     shape = step_shape(run)
-    if mini_batch: shape = shape[:8] + (_cached(run, mini_batch),) + shape[9:]
+    if mini_batch: shape = shape[:8] + (cached_mini_batch(run, mini_batch),) + shape[9:]
     kind = lambda m: m is not None and (gpu is None or gpu_peaks(gpu.name)[0] == gpu_peaks(m.gpu)[0])
     if kind(m := calibration.measured.get(shape)):
         return {"basis": "measured", "seconds": m.seconds, "bound": None, "share": None, "older": None, "label": m.label}
@@ -410,11 +229,11 @@ def run_cost(run, # a `sentcl.experiments.plan.Run`
     "Steps, tokens, pace (seconds and label), GPU-hours and peak memory (GB) of one training run."
     out = dict.fromkeys(("steps", "tokens", "seconds", "basis", "pace", "share", "older", "gpu_hours", "bound_hours",
                          "mini_batch", "memory_gb", "memory_gb_cached"))
-    if run.method is None or _shape(run) is None or math.isnan(steps := run_steps(run)): return out
+    if run.method is None or step_encoder(run) is None or math.isnan(steps := run_steps(run)): return out
     mini, ratio = (fit_mini_batch(run, gpu, calibration) if gpu else None), calibration.memory(run.options.precision)
     if gpu and mini is None: return {**out, "steps": steps, "pace": f"does not fit {gpu.name}: mini-batch 1 needs more"}
     p = pace(run, calibration, gpu, mini)
-    return {"steps": steps, "tokens": steps * run.config.batch_size * sum(_shape(run)[1]), "seconds": p["seconds"],
+    return {"steps": steps, "tokens": steps * run.config.batch_size * sum(step_encoder(run)[1]), "seconds": p["seconds"],
             "basis": p["basis"], "pace": p["label"], "share": p["share"], "older": p["older"],
             "gpu_hours": steps * p["seconds"] / 3600, "bound_hours": None if p["bound"] is None else steps * p["bound"] / 3600,
             "mini_batch": mini, "memory_gb": step_memory(run, mini, ratio) / 1e9, "memory_gb_cached": step_memory(run, 64, ratio) / 1e9}

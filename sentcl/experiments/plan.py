@@ -71,7 +71,7 @@ def describe(self:Run) -> dict:
 
 # %% ../../nbs/72_experiments_plan.ipynb #2feb149f
 def plan_row(run:Run,
-             calibration:Calibration=Calibration(), # what GPU checks measured (`sentcl.experiments.runner.paper_calibration`)
+             calibration:Calibration=Calibration(), # what GPU checks measured (`sentcl.experiments.listing.paper_calibration`)
              gpu:GPU|None=None, # price the run on this card (`--gpu`)
             ) -> dict:
     "A run as one row of a plan or `--dry-run`: `run.describe()` (an untrained run's seed '-', not NaN), its cost."

@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 
 from ..core import SentclError, write_json
-from .costs import ARCHITECTURES, Architecture
+from .step_model import ARCHITECTURES, Architecture
 
 # %% auto #0
 __all__ = ['REHEARSAL_LAYERS', 'REHEARSAL_STEPS', 'REHEARSAL_MINI_BATCH', 'RELEASED_BASES', 'paper_architecture',
@@ -42,7 +42,7 @@ def paper_architecture(model:str) -> tuple[str, str, Architecture]:
     base = RELEASED_BASES.get(model, model)
     if base not in ARCHITECTURES:
         raise SentclError(f"rehearsal: no architecture is known for model {model!r}; add its shape to "
-                          "sentcl.experiments.costs.ARCHITECTURES (and to RELEASED_BASES if it is a fine-tuned checkpoint)")
+                          "sentcl.experiments.step_model.ARCHITECTURES (and to RELEASED_BASES if it is a fine-tuned checkpoint)")
     family = next(f for f in ("distilroberta", "roberta", "distilbert", "albert", "bert") if f in base)
     return base, {"distilroberta": "roberta"}.get(family, family), ARCHITECTURES[base]
 

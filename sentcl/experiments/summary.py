@@ -22,7 +22,7 @@ from .costs import GPU_PEAKS, STEP_CODE, gpu_peaks, load_gpu_check, parse_gpu
 from .plan import plan_runs
 from .rehearsal import paper_architecture
 from .report_results import collect_failures, collect_results, commit_note, family_verdicts, verdict_line
-from .runner import dry_run, list_experiments
+from .listing import dry_run, list_experiments
 
 # %% auto #0
 __all__ = ['OUTSIDE_FILE', 'PAPER_NAMES', 'NOT_RERUN', 'RESULTS', 'BOARD_WATTS', 'SUMMARY_GPU', 'FOLLOWS', 'CODE_SECTION',

@@ -91,7 +91,8 @@ def job_plan(names:list, preset:str, out, parameters:dict|None=None, cluster:Clu
     from sentcl.experiments.catalog.registry import get_experiment
     from sentcl.experiments.costs import REFERENCE_GPU, plan_cost
     from sentcl.experiments.plan import plan_runs
-    from sentcl.experiments.runner import experiment_done, paper_calibration, temporary_environment
+    from sentcl.experiments.listing import paper_calibration
+    from sentcl.experiments.runner import experiment_done, temporary_environment
     parameters, out = parameters or {}, Path(out)
     options = cluster if isinstance(cluster, ClusterOptions) else cluster_options(out, cluster, None, cluster_file)
     todo = [n for n in names if force or not experiment_done(out/n, preset, rehearse=parameters.get("rehearse", False))]
@@ -189,7 +190,8 @@ def run_job_plan(args, parameters:dict) -> int:
     "`sentcl experiments run --launcher slurm|submitit-local --dry-run`: each job's sbatch parameters, then the files."
     import pandas as pd
     from sentcl.experiments.costs import REFERENCE_GPU
-    from sentcl.experiments.runner import data_label, select_experiments
+    from sentcl.experiments.listing import select_experiments
+    from sentcl.experiments.runner import data_label
     label, env = data_label(args.data_dir)
     given = getattr(args, "cluster_file", None)
     plan, scripts = job_plan(select_experiments(args.names, args.paper, args.preset), args.preset, args.out,
