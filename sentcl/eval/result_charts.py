@@ -5,6 +5,8 @@
 # %% ../../nbs/57_eval_result_charts.ipynb #a1185065
 from __future__ import annotations
 
+import textwrap
+
 import numpy as np
 import pandas as pd
 
@@ -12,7 +14,7 @@ from .analysis import check_columns
 from .plots import FigureResult, new_figure, palette, plot_style
 
 # %% auto #0
-__all__ = ['measured_chart', 'printed', 'status_colour', 'contrast_chart', 'dose_table', 'dose_chart']
+__all__ = ['LABEL_WIDTH', 'measured_chart', 'printed', 'status_colour', 'contrast_chart', 'dose_table', 'dose_chart']
 
 # %% ../../nbs/57_eval_result_charts.ipynb #29c9f4ba
 def _measured_rows(rows:pd.DataFrame) -> pd.DataFrame:
@@ -23,11 +25,20 @@ def _measured_rows(rows:pd.DataFrame) -> pd.DataFrame:
     return rows[rows["mean"].notna()]
 
 # %% ../../nbs/57_eval_result_charts.ipynb #ab57e617
+LABEL_WIDTH = 24  # letters a line of an arm's tick label holds; a longer label wraps at its spaces
+
+def _tick_label(label:str) -> str:
+    "An arm's label as its tick shows it: wrapped at spaces into lines of at most `LABEL_WIDTH` letters (a longer word stays whole)."
+    return textwrap.fill(str(label), LABEL_WIDTH, break_long_words=False, break_on_hyphens=False)
+
 def _measured_layout(labels:list, n_columns:int, ncols:int|None) -> tuple[tuple, tuple]:
-    "(rows, columns) of panels and a panel's (width, height): wider with more arms, taller with longer labels."
-    width = max(2.6, 0.45 * len(labels) + 1.2)
+    "(rows, columns) of panels and a panel's (width, height): wider with more arms and deeper labels, taller with longer ones."
+    lines = [line for l in labels for line in _tick_label(l).splitlines()]
+    longest, depth = max(len(line) for line in lines), max(_tick_label(l).count("\n") + 1 for l in labels)
+    per_arm = max(0.45, 0.3 * depth)  # a wrapped label is a block of lines: its neighbours stand further off
+    width = max(2.6, per_arm * len(labels) + 1.2)
     ncols = min(n_columns, ncols or max(1, int(16 // width)))
-    tall = 3.0 + 0.045 * max(len(l) for l in labels)  # the slanted labels hang below the panel: room for them
+    tall = 3.0 + 0.045 * longest + 0.15 * (depth - 1)  # the slanted labels hang below the panel: room for them
     return (-(-n_columns // ncols), ncols), (width, tall)
 
 # %% ../../nbs/57_eval_result_charts.ipynb #b7233abc
@@ -43,7 +54,7 @@ def _draw_measured_panel(ax, sub:pd.DataFrame, labels:list, colours:dict, show_p
     lo = np.nanmin(np.r_[sub["mean"] - sub["std"].fillna(0), sub["paper"] if show_paper else []])
     hi = np.nanmax(np.r_[sub["mean"] + sub["std"].fillna(0), sub["paper"] if show_paper else []])
     ax.set_ylim(lo - 0.15 * (hi - lo + 1), hi + 0.15 * (hi - lo + 1))
-    ax.set_xticks(x, labels, rotation=35, ha="right")
+    ax.set_xticks(x, [_tick_label(l) for l in labels], rotation=35, ha="right")
 
 # %% ../../nbs/57_eval_result_charts.ipynb #69a54799
 def measured_chart(rows:pd.DataFrame, # measured rows: label (or arm), column, mean, std, paper
