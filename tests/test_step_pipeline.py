@@ -78,7 +78,7 @@ def test_the_arm_classes_cover_every_paper_arm():
     "Every arm the paper preset plans is in one class; the sampling and queue arms are classes of their own."
     from sentcl.experiments.catalog.registry import EXPERIMENTS, get_experiment
     arms = sorted(a for c in ARMS for a in c["arms"])
-    paper = {f"{e}/{a.name}" for e in EXPERIMENTS for a in get_experiment(e).arms if a.method and "paper" in a.presets}
+    paper = {f"{e}/{a.name}" for e in EXPERIMENTS for a in get_experiment(e).arms if a.method and "paper" in a.scales}
     assert len(arms) == len(set(arms)) and set(arms) == paper
     shapes = [(c["method"], c["overrides"].get("n_neg"), c["overrides"].get("memory_size")) for c in ARMS]
     assert ("supcon", 3, None) in shapes and ("declutr", None, 128) in shapes

@@ -31,6 +31,7 @@ def _tick_label(label:str) -> str:
     "An arm's label as its tick shows it: wrapped at spaces into lines of at most `LABEL_WIDTH` letters (a longer word stays whole)."
     return textwrap.fill(str(label), LABEL_WIDTH, break_long_words=False, break_on_hyphens=False)
 
+# %% ../../nbs/57_eval_result_charts.ipynb #f8f0af31
 def _measured_layout(labels:list, n_columns:int, ncols:int|None) -> tuple[tuple, tuple]:
     "(rows, columns) of panels and a panel's (width, height): wider with more arms and deeper labels, taller with longer ones."
     lines = [line for l in labels for line in _tick_label(l).splitlines()]

@@ -160,14 +160,17 @@ def _last_evaluation_due(self:Trainer) -> bool:
 # %% ../../nbs/48_train_trainer.ipynb #03c90063
 @patch
 def _open_log(self:Trainer):
+    ("The metrics log, rank 0's alone: only rank 0 trims, removes or opens the file (a rank that starts late must not "
+     "remove the log rank 0 is writing); the other ranks write to nothing")
+    if self.rank != 0: return open(os.devnull, "a", encoding="utf-8")
     path = self.out/"metrics.jsonl"
     if self.opts.resume and path.exists():  # the steps the checkpoint holds; not the last evaluation when it is redone
         redo = self._last_evaluation_due()
-        kept = [r for r in read_jsonl(path, warn if self.rank == 0 else None)
+        kept = [r for r in read_jsonl(path, warn)
                 if (s := r.get("step", 0)) <= self.step and not (redo and s == self.step and "dev" in r)]
         with atomic_write(path) as f: f.write("".join(json.dumps(r) + "\n" for r in kept))
     elif path.exists(): path.unlink()
-    if self.rank == 0: self.curves = open_curves(self.opts.report_to, self.out, self.step if self.opts.resume else 0)
+    self.curves = open_curves(self.opts.report_to, self.out, self.step if self.opts.resume else 0)
     return open(path, "a", encoding="utf-8")
 
 # %% ../../nbs/48_train_trainer.ipynb #32c694b3
