@@ -34,8 +34,8 @@ def _tick_label(label:str) -> str:
 # %% ../../nbs/57_eval_result_charts.ipynb #f8f0af31
 def _measured_layout(labels:list, n_columns:int, ncols:int|None) -> tuple[tuple, tuple]:
     "(rows, columns) of panels and a panel's (width, height): wider with more arms and deeper labels, taller with longer ones."
-    lines = [line for l in labels for line in _tick_label(l).splitlines()]
-    longest, depth = max(len(line) for line in lines), max(_tick_label(l).count("\n") + 1 for l in labels)
+    wrapped = [_tick_label(l).splitlines() for l in labels]  # each label's lines
+    longest, depth = max(len(line) for w in wrapped for line in w), max(len(w) for w in wrapped)
     per_arm = max(0.45, 0.3 * depth)  # a wrapped label is a block of lines: its neighbours stand further off
     width = max(2.6, per_arm * len(labels) + 1.2)
     ncols = min(n_columns, ncols or max(1, int(16 // width)))
